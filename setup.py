@@ -1,0 +1,36 @@
+from setuptools import setup
+
+extras = {
+    "atari": ["ale-py>=0.9"],
+    "ray": ["ray>=2.9"],
+    "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4.9"],
+    "bench": ["matplotlib>=3.7", "psutil>=5.9"],
+}
+extras["test"] = sorted(
+    {"pytest>=7.4", "pytest-timeout>=2.2", "psutil>=5.9"}
+    | {req for name in ("atari", "ray", "video", "bench") for req in extras[name]}
+)
+
+setup(
+    name="vec_envs",
+    version="0.1.0",
+    description="Fast, hard-to-break vectorized RL environments (baselines-style API on gymnasium)",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    packages=["vec_envs", "wrappers"],
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.24",
+        "gymnasium>=1.0",
+        "cloudpickle>=2.0",
+        "opencv-python>=4.8",
+        "tqdm>=4.60",
+    ],
+    extras_require=extras,
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: MIT License",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

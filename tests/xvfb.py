@@ -1,0 +1,70 @@
+"""A real X server for the window tests: Xvfb with its screen mirrored to an XWD file."""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+
+XVFB = shutil.which("Xvfb")
+
+
+class Display:
+    def __init__(self, name: str, fbdir: str) -> None:
+        self.name = name
+        self.screen_file = os.path.join(fbdir, "Xvfb_screen0")
+
+    def screenshot(self) -> np.ndarray:
+        """The screen as an (H, W, 3) RGB array, read from Xvfb's XWD framebuffer file."""
+        return read_xwd(self.screen_file)
+
+
+def read_xwd(path: str) -> np.ndarray:
+    """Decode a 24/32-bit ZPixmap XWD file (what Xvfb -fbdir writes) to RGB."""
+    with open(path, "rb") as f:
+        data = f.read()
+    fields = struct.unpack(">25I", data[:100])
+    header_size, width, height = fields[0], fields[4], fields[5]
+    byte_order, bits_per_pixel, bytes_per_line, ncolors = fields[7], fields[11], fields[12], fields[19]
+    if bits_per_pixel != 32:
+        raise ValueError(f"expected a 32-bit XWD screen, got {bits_per_pixel} bits per pixel")
+    start = header_size + 12 * ncolors
+    rows = np.frombuffer(data, np.uint8, count=height * bytes_per_line, offset=start)
+    pixels = rows.reshape(height, bytes_per_line)[:, : width * 4].reshape(height, width, 4)
+    bgr = pixels[:, :, :3] if byte_order == 0 else pixels[:, :, 3:0:-1]
+    return np.ascontiguousarray(bgr[:, :, ::-1])
+
+
+@contextmanager
+def xvfb(size: str = "800x600x24") -> Iterator[Display]:
+    """Start Xvfb on a free display number; stop it afterwards."""
+    fbdir = tempfile.mkdtemp(prefix="vec_envs-xvfb-")
+    proc = None
+    try:
+        for number in range(90, 140):
+            if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
+                continue
+            proc = subprocess.Popen([XVFB, f":{number}", "-screen", "0", size, "-fbdir", fbdir,
+                                     "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and proc.poll() is None:
+                if os.path.exists(f"/tmp/.X11-unix/X{number}"):
+                    yield Display(f":{number}", fbdir)
+                    return
+                time.sleep(0.05)
+            proc.kill()
+            proc.wait()
+            proc = None
+        raise RuntimeError("could not start Xvfb on any display :90..:139")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        shutil.rmtree(fbdir, ignore_errors=True)

@@ -1,0 +1,175 @@
+"""Batch buffers for gymnasium spaces: one NumPy array per leaf, shaped (num_envs, *shape).
+
+Box, Discrete, MultiDiscrete and MultiBinary are leaves; Dict and Tuple nest them to any
+depth. A space with no fixed size (Text, Graph, Sequence, ...) is batched as a plain list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+from gymnasium import spaces
+
+from vec_envs.types import VecEnvObs
+
+__all__ = [
+    "BatchBuffers",
+    "is_fixed_size",
+    "iter_leaves",
+    "create_batch",
+    "make_writer",
+    "get_row",
+    "copy_obs",
+    "slice_batch",
+    "write_rows",
+]
+
+_LEAVES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+Allocate = Callable[[tuple, np.dtype], np.ndarray]
+
+
+def is_fixed_size(space: spaces.Space) -> bool:
+    """True when every observation of ``space`` fits one fixed-shape NumPy array per leaf."""
+    if isinstance(space, spaces.Dict):
+        return all(is_fixed_size(s) for s in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return all(is_fixed_size(s) for s in space.spaces)
+    return isinstance(space, _LEAVES)
+
+
+def iter_leaves(space: spaces.Space, path: tuple = ()) -> Iterator[tuple[tuple, spaces.Space]]:
+    """Yield ``(path, leaf_space)`` for every leaf, in a fixed order (Dict keys as stored)."""
+    if isinstance(space, spaces.Dict):
+        for key, sub in space.spaces.items():
+            yield from iter_leaves(sub, path + (key,))
+    elif isinstance(space, spaces.Tuple):
+        for i, sub in enumerate(space.spaces):
+            yield from iter_leaves(sub, path + (i,))
+    else:
+        yield path, space
+
+
+def create_batch(space: spaces.Space, n: int, allocate: Allocate | None = None) -> VecEnvObs:
+    """Buffers for ``n`` observations of ``space``; ``allocate(shape, dtype)`` makes each leaf."""
+    allocate = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
+    if isinstance(space, spaces.Dict):
+        return {k: create_batch(s, n, allocate) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(create_batch(s, n, allocate) for s in space.spaces)
+    if isinstance(space, _LEAVES):
+        return allocate((n, *space.shape), np.dtype(space.dtype))
+    return [None] * n
+
+
+def _path_text(path: tuple) -> str:
+    return "".join(f"[{p!r}]" for p in path)
+
+
+def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
+    if not isinstance(space, _LEAVES):
+        def write_any(i: int, obs: Any) -> None:
+            batch[i] = obs
+        return write_any
+    shape = tuple(space.shape)
+
+    def write(i: int, obs: Any) -> None:
+        got = obs.shape if isinstance(obs, np.ndarray) else np.shape(obs)
+        if got != shape:
+            raise ValueError(
+                f"observation{_path_text(path)} has shape {got}, but the observation "
+                f"space {space} expects shape {shape}"
+            )
+        batch[i] = obs
+    return write
+
+
+def _container_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
+    keys = list(space.spaces.keys()) if isinstance(space, spaces.Dict) else list(range(len(space.spaces)))
+    writers = [make_writer(space[k], batch[k], path + (k,)) for k in keys]
+    kind = "dict" if isinstance(space, spaces.Dict) else "tuple"
+
+    def write(i: int, obs: Any) -> None:
+        try:
+            parts = [obs[k] for k in keys]
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(
+                f"observation{_path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
+                f"observation space expects a {kind} with keys {keys}"
+            ) from None
+        for writer, part in zip(writers, parts):
+            writer(i, part)
+    return write
+
+
+def _short(obs: Any) -> str:
+    text = repr(obs)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def make_writer(space: spaces.Space, batch: Any, path: tuple = ()) -> Callable[[int, Any], None]:
+    """Return ``write(i, obs)`` storing one env's observation in row ``i`` of ``batch``.
+
+    The observation's shape is checked against the space (a wrong shape raises
+    ``ValueError`` naming both shapes, never a silent broadcast); the dtype is cast to
+    the space's.
+    """
+    if isinstance(space, (spaces.Dict, spaces.Tuple)):
+        return _container_writer(space, batch, path)
+    return _leaf_writer(space, batch, path)
+
+
+def _map(fn: Callable[[Any], Any], batch: Any) -> Any:
+    if isinstance(batch, dict):
+        return {k: _map(fn, v) for k, v in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_map(fn, v) for v in batch)
+    return fn(batch)
+
+
+def get_row(batch: VecEnvObs, i: int) -> Any:
+    """The observation of env ``i`` (views into ``batch`` for array leaves)."""
+    return _map(lambda leaf: leaf[i], batch)
+
+
+def copy_obs(obs: Any) -> Any:
+    """A copy of a (batched or single) observation: ``np.copy`` per array leaf."""
+    return _map(lambda leaf: leaf.copy() if isinstance(leaf, (np.ndarray, list)) else leaf, obs)
+
+
+def slice_batch(batch: VecEnvObs, start: int, stop: int) -> VecEnvObs:
+    """Rows ``start:stop`` of every leaf (views for arrays)."""
+    return _map(lambda leaf: leaf[start:stop], batch)
+
+
+def write_rows(batch: VecEnvObs, start: int, rows: VecEnvObs) -> None:
+    """Copy the batch ``rows`` into ``batch`` from row ``start`` on, leaf by leaf."""
+    if isinstance(batch, dict):
+        for key, leaf in batch.items():
+            write_rows(leaf, start, rows[key])
+    elif isinstance(batch, tuple):
+        for leaf, part in zip(batch, rows):
+            write_rows(leaf, start, part)
+    else:
+        batch[start:start + len(rows)] = rows
+
+
+@dataclass
+class BatchBuffers:
+    """Where a batch of envs writes its step results: observations, rewards, dones."""
+
+    obs: VecEnvObs
+    rewards: np.ndarray
+    dones: np.ndarray
+
+    @classmethod
+    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> "BatchBuffers":
+        """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array)."""
+        alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
+        return cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
+                   alloc((n,), np.dtype(np.bool_)))
+
+    def view(self, start: int, stop: int) -> "BatchBuffers":
+        """The buffers of envs ``start:stop`` (views into these)."""
+        return BatchBuffers(slice_batch(self.obs, start, stop),
+                            self.rewards[start:stop], self.dones[start:stop])

@@ -1,0 +1,107 @@
+"""DummyVecEnv: every env in this process, stepped in series."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from vec_envs.batching import copy_obs
+from vec_envs.env_slice import EnvSlice
+from vec_envs.errors import EnvCallFailed
+from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.vec_env_base import VecEnvBase
+
+__all__ = ["DummyVecEnv"]
+
+
+def _unwrap_failure(failure: EnvCallFailed, backend: str) -> BaseException:
+    """The env's own exception, with a note naming the env and the method."""
+    cause = failure.__cause__ or failure
+    cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
+    return cause
+
+
+class DummyVecEnv(VecEnvBase):
+    """All envs in this process, stepped in series: the reference backend.
+
+    Args:
+        env_fns: one zero-argument factory per env.
+        copy: return fresh observation arrays (True) or views of the internal buffer,
+            valid until the next step / reset (False).
+
+    An env's exception reaches the caller as itself, with a note naming the env index.
+
+    Example:
+        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8)   # doctest: +SKIP
+        >>> obs = venv.reset(); obs.shape
+        (8, 4)
+    """
+
+    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True) -> None:
+        if len(env_fns) == 0:
+            raise ValueError("DummyVecEnv: env_fns is empty (expected at least one env factory)")
+        try:
+            self.slice = EnvSlice(env_fns)
+        except EnvCallFailed as failure:
+            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space)
+        self.envs = self.slice.envs
+        self.copy = copy
+        self.reset_infos = self.slice.reset_infos
+        self._actions: Any = None
+
+    def _out(self) -> VecEnvObs:
+        obs = self.slice.buffers.obs
+        return copy_obs(obs) if self.copy else obs
+
+    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
+        try:
+            self.slice.reset(seeds)
+        except EnvCallFailed as failure:
+            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        return self._out()
+
+    def _step_async(self, actions: Any) -> None:
+        self._actions = actions
+
+    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
+        try:
+            infos = self.slice.step(self._actions)
+        except EnvCallFailed as failure:
+            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        buffers = self.slice.buffers
+        return self._out(), buffers.rewards.copy(), buffers.dones.copy(), infos
+
+    def _reset_single_env(self, index: int, seed: int | None) -> Any:
+        return self._run(self.slice.reset_one, index, seed)
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except EnvCallFailed as failure:
+            raise _unwrap_failure(failure, "DummyVecEnv") from None
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        self._check_open("get_attr")
+        return self._run(self.slice.get_attr, attr_name, self._indices(indices, "get_attr"))
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self._check_open("set_attr")
+        self._run(self.slice.set_attr, attr_name, value, self._indices(indices, "set_attr"))
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        self._check_open("env_method")
+        return self._run(self.slice.env_method, method_name, method_args, method_kwargs,
+                         self._indices(indices, "env_method"))
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        self._check_open("env_is_wrapped")
+        return self.slice.env_is_wrapped(wrapper_class, self._indices(indices, "env_is_wrapped"))
+
+    def get_images(self) -> list[np.ndarray]:
+        self._check_open("get_images")
+        return self._run(self.slice.get_images)
+
+    def close_extras(self) -> None:
+        self._run(self.slice.close)

@@ -1,0 +1,167 @@
+"""EnvSlice: a run of envs built in one process and stepped in series.
+
+It is the one place where envs are stepped: DummyVecEnv holds one slice with every env,
+each worker of SubprocVecEnv / RayVecEnv holds one slice of the batch. A slice writes
+observations, rewards and dones into ``BatchBuffers`` (local arrays, or views of shared
+memory) and returns only the infos. Any env exception leaves as ``EnvCallFailed`` naming
+the env's global index and the method, with the env's exception chained.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from vec_envs.batching import BatchBuffers, copy_obs, get_row, make_writer
+from vec_envs.errors import EnvCallFailed
+from vec_envs.old_gym_adapter import as_gymnasium_env
+from vec_envs.types import EnvFn, Info
+
+__all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped"]
+
+
+def env_attr(env: Any, name: str) -> Any:
+    """``env.name``, looked up through gymnasium wrappers."""
+    getter = getattr(env, "get_wrapper_attr", None)
+    return getter(name) if getter is not None else getattr(env, name)
+
+
+def set_env_attr(env: Any, name: str, value: Any) -> None:
+    """Set ``name`` where it lives in the wrapper chain (on the outer env if nowhere)."""
+    setter = getattr(env, "set_wrapper_attr", None)
+    if setter is not None:
+        setter(name, value)
+    else:
+        setattr(env, name, value)
+
+
+def is_wrapped(env: Any, wrapper_class: type) -> bool:
+    """True when ``wrapper_class`` is anywhere in the env's wrapper chain."""
+    while env is not None:
+        if isinstance(env, wrapper_class):
+            return True
+        env = getattr(env, "env", None)
+    return False
+
+
+class EnvSlice:
+    """Envs ``first_index, first_index + 1, ...`` stepped in series into shared buffers.
+
+    Example:
+        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)   # doctest: +SKIP
+        >>> infos = s.reset([0, 1]); s.buffers.obs.shape
+        (2, 4)
+    """
+
+    def __init__(self, env_fns: Sequence[EnvFn], first_index: int = 0) -> None:
+        self.first_index = first_index
+        self.envs = [self._call(k, "__init__", lambda fn=fn: as_gymnasium_env(fn()))
+                     for k, fn in enumerate(env_fns)]
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        self._check_spaces_agree()
+        self.reset_infos: list[Info] = [{} for _ in self.envs]
+        self.attach(BatchBuffers.allocate(self.observation_space, len(self.envs)))
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def _call(self, k: int, method: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:
+            raise EnvCallFailed(self.first_index + k, method) from exc
+
+    def _check_spaces_agree(self) -> None:
+        for k, env in enumerate(self.envs[1:], start=1):
+            for name in ("observation_space", "action_space"):
+                if getattr(env, name) != getattr(self, name):
+                    err = ValueError(f"env {self.first_index + k} has {name} {getattr(env, name)}, "
+                                     f"but env {self.first_index} has {getattr(self, name)}: "
+                                     "every env of a VecEnv must have the same spaces")
+                    raise EnvCallFailed(self.first_index + k, "__init__") from err
+
+    def attach(self, buffers: BatchBuffers) -> None:
+        """Write results into ``buffers`` (rows 0..len-1 are this slice's envs)."""
+        self.buffers = buffers
+        self._write = make_writer(self.observation_space, buffers.obs)
+
+    def reset(self, seeds: Sequence[int | None] | None = None, options: dict | None = None) -> list[Info]:
+        """Reset every env (env k with ``seeds[k]``); returns the reset infos."""
+        for k, env in enumerate(self.envs):
+            seed = None if seeds is None else seeds[k]
+            obs, info = self._call(k, "reset", lambda: env.reset(seed=seed, options=options))
+            self._call(k, "reset", lambda: self._write(k, obs))
+            self.reset_infos[k] = info
+        return self.reset_infos
+
+    def reset_one(self, k: int, seed: int | None = None) -> Any:
+        """Reset env ``k`` of this slice alone; returns its observation (a copy)."""
+        obs, info = self._call(k, "reset", lambda: self.envs[k].reset(seed=seed))
+        self._call(k, "reset", lambda: self._write(k, obs))
+        self.reset_infos[k] = info
+        return copy_obs(get_row(self.buffers.obs, k))
+
+    def step(self, actions: Sequence[Any]) -> list[Info]:
+        """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
+        rewards, dones, write = self.buffers.rewards, self.buffers.dones, self._write
+        infos = []
+        for k, env in enumerate(self.envs):
+            try:
+                obs, reward, terminated, truncated, info = env.step(actions[k])
+                write(k, obs)
+            except Exception as exc:
+                raise EnvCallFailed(self.first_index + k, "step") from exc
+            rewards[k] = reward
+            done = dones[k] = terminated or truncated
+            if done:
+                info = self._auto_reset(k, info, bool(truncated and not terminated))
+            infos.append(info)
+        return infos
+
+    def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
+        info = dict(info)
+        info["terminal_observation"] = copy_obs(get_row(self.buffers.obs, k))
+        info["TimeLimit.truncated"] = time_limit_truncated
+        obs, self.reset_infos[k] = self._call(k, "reset", self.envs[k].reset)
+        self._call(k, "reset", lambda: self._write(k, obs))
+        return info
+
+    def get_attr(self, name: str, ks: Sequence[int]) -> list[Any]:
+        return [self._call(k, "get_attr", lambda k=k: env_attr(self.envs[k], name)) for k in ks]
+
+    def set_attr(self, name: str, value: Any, ks: Sequence[int]) -> None:
+        for k in ks:
+            self._call(k, "set_attr", lambda: set_env_attr(self.envs[k], name, value))
+
+    def env_method(self, name: str, args: tuple, kwargs: dict, ks: Sequence[int]) -> list[Any]:
+        return [self._call(k, name, lambda k=k: env_attr(self.envs[k], name)(*args, **kwargs))
+                for k in ks]
+
+    def env_is_wrapped(self, wrapper_class: type, ks: Sequence[int]) -> list[bool]:
+        return [is_wrapped(self.envs[k], wrapper_class) for k in ks]
+
+    def get_images(self) -> list[np.ndarray]:
+        return [self._call(k, "render", lambda k=k: self._image(k)) for k in range(len(self.envs))]
+
+    def _image(self, k: int) -> np.ndarray:
+        env = self.envs[k]
+        frame = env.render()
+        if frame is None or not hasattr(frame, "shape"):
+            raise ValueError(
+                f"env {self.first_index + k} returned {type(frame).__name__} from render() "
+                f"(render_mode={getattr(env, 'render_mode', None)!r}); get_images() needs envs made "
+                "with render_mode='rgb_array', e.g. env_kwargs={'render_mode': 'rgb_array'}"
+            )
+        return np.asarray(frame)
+
+    def close(self) -> None:
+        """Close every env; the first failure is raised after all were tried."""
+        failure = None
+        for k in range(len(self.envs)):
+            try:
+                self._call(k, "close", self.envs[k].close)
+            except EnvCallFailed as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure

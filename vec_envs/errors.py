@@ -1,0 +1,78 @@
+"""The error classes every backend and wrapper raises."""
+from __future__ import annotations
+
+__all__ = [
+    "VecEnvError",
+    "ClosedEnvironmentError",
+    "AlreadyPendingCallError",
+    "NoAsyncCallError",
+    "EnvWorkerError",
+    "EnvTimeoutError",
+    "EnvCallFailed",
+]
+
+
+class VecEnvError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ClosedEnvironmentError(VecEnvError):
+    """A method was called on a VecEnv after ``close()``."""
+
+
+class AlreadyPendingCallError(VecEnvError):
+    """``step_async`` / ``reset_async`` while another call still waits for its ``*_wait``."""
+
+
+class NoAsyncCallError(VecEnvError):
+    """``step_wait`` / ``reset_wait`` with no matching ``*_async`` call pending."""
+
+
+class EnvWorkerError(VecEnvError):
+    """An env failed inside a worker, or a worker died.
+
+    Attributes:
+        env_index: index of the env whose call failed (the first env of the worker
+            when the worker died as a whole), or None when no env was involved.
+        worker_index: index of the worker that ran it.
+        method: the env method that was running ("step", "reset", "__init__", ...).
+        remote_traceback: the worker's formatted traceback ("" when the worker died).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        env_index: int | None,
+        worker_index: int | None,
+        method: str,
+        remote_traceback: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.env_index = env_index
+        self.worker_index = worker_index
+        self.method = method
+        self.remote_traceback = remote_traceback
+
+
+class EnvTimeoutError(VecEnvError, TimeoutError):
+    """A wait ran past its timeout; ``env_indices`` lists the envs still busy."""
+
+    def __init__(self, message: str, *, env_indices: list[int], method: str, timeout: float) -> None:
+        super().__init__(message)
+        self.env_indices = env_indices
+        self.method = method
+        self.timeout = timeout
+
+
+class EnvCallFailed(Exception):
+    """Internal: an env method raised; carries the env index and method, the cause chained.
+
+    Backends turn it into what their users expect: DummyVecEnv re-raises the env's own
+    exception with a note, worker backends raise ``EnvWorkerError``.
+    """
+
+    def __init__(self, env_index: int, method: str) -> None:
+        super().__init__(f"env {env_index} raised in {method}()")
+        self.env_index = env_index
+        self.method = method

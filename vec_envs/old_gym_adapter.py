@@ -1,0 +1,96 @@
+"""One adapter that runs an env written against the old gym API unchanged.
+
+The old API: ``reset()`` returns the observation only, ``step()`` returns a 4-tuple
+``(obs, reward, done, info)``, seeding goes through ``seed(s)``, and ``render(mode=...)``.
+``TimeLimit.truncated`` in the info (set by old gym's TimeLimit) becomes ``truncated``.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["OldGymAdapter", "as_gymnasium_env", "to_gymnasium_space"]
+
+
+def to_gymnasium_space(space: Any) -> spaces.Space:
+    """Convert an old gym space (duck-typed by class name) to the gymnasium one."""
+    if isinstance(space, spaces.Space):
+        return space
+    kind = type(space).__name__
+    if kind == "Box":
+        return spaces.Box(low=space.low, high=space.high, shape=space.shape, dtype=space.dtype)
+    if kind == "Discrete":
+        return spaces.Discrete(int(space.n), start=int(getattr(space, "start", 0)))
+    if kind == "MultiDiscrete":
+        return spaces.MultiDiscrete(np.asarray(space.nvec))
+    if kind == "MultiBinary":
+        return spaces.MultiBinary(space.n)
+    if kind == "Dict":
+        return spaces.Dict({k: to_gymnasium_space(s) for k, s in space.spaces.items()})
+    if kind == "Tuple":
+        return spaces.Tuple([to_gymnasium_space(s) for s in space.spaces])
+    raise TypeError(f"cannot convert the old gym space {space!r} to a gymnasium space")
+
+
+class OldGymAdapter(gym.Env):
+    """Presents an old-gym-API env as a gymnasium env.
+
+    Example:
+        >>> env = OldGymAdapter(my_old_env)        # doctest: +SKIP
+        >>> obs, info = env.reset(seed=0)            # calls my_old_env.seed(0), reset()
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.observation_space = to_gymnasium_space(env.observation_space)
+        self.action_space = to_gymnasium_space(env.action_space)
+        self.metadata = dict(getattr(env, "metadata", {}) or {})
+        self.render_mode = getattr(env, "render_mode", None) or "rgb_array"
+        self._new_style_reset = "seed" in inspect.signature(env.reset).parameters
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        if self._new_style_reset:
+            return self.env.reset(seed=seed, options=options)
+        if seed is not None and hasattr(self.env, "seed"):
+            self.env.seed(seed)
+        return self.env.reset(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        result = self.env.step(action)
+        if len(result) == 5:
+            return result
+        obs, reward, done, info = result
+        truncated = bool(done and info.get("TimeLimit.truncated", False))
+        return obs, reward, bool(done) and not truncated, truncated, info
+
+    def render(self) -> Any:
+        try:
+            return self.env.render(mode=self.render_mode)
+        except TypeError:
+            return self.env.render()
+
+    def close(self) -> None:
+        if hasattr(self.env, "close"):
+            self.env.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+
+def as_gymnasium_env(env: Any) -> gym.Env:
+    """Return ``env`` itself if it is a gymnasium env, else wrapped in ``OldGymAdapter``."""
+    if isinstance(env, gym.Env):
+        return env
+    missing = [m for m in ("reset", "step", "observation_space", "action_space") if not hasattr(env, m)]
+    if missing:
+        raise TypeError(
+            f"the env factory returned {type(env).__name__}, which is not an env: it lacks "
+            f"{', '.join(missing)} (expected a gymnasium.Env or an old-gym-API env)"
+        )
+    return OldGymAdapter(env)

@@ -1,0 +1,245 @@
+"""VecEnvBase: the abstract batch of environments every backend and wrapper is."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium import spaces
+
+from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
+                             NoAsyncCallError)
+from vec_envs.tile_images import tile_images
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+__all__ = ["VecEnvBase"]
+
+CLOSED = "{cls}.{method}() called after close(); make a new {cls} instead"
+PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its {pending}_wait(); "
+           "call {pending}_wait() first")
+NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
+RENDER_MODES = ("human", "rgb_array")
+
+
+def _fixed_action_shape(space: spaces.Space) -> tuple | None:
+    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+        return tuple(space.shape)
+    return None
+
+
+class VecEnvBase(ABC):
+    """``num_envs`` copies of one environment, stepped as a batch (baselines-style API).
+
+    The base owns the control flow; a backend fills in the hooks ``_reset``,
+    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods.
+    ``step`` is ``step_async`` + ``step_wait``; ``close`` is idempotent and calls
+    ``close_extras``; ``render`` tiles ``get_images()``.
+
+    Example:
+        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)   # doctest: +SKIP
+        >>> with venv:
+        ...     obs = venv.reset()                               # (4, 4)
+        ...     obs, rewards, dones, infos = venv.step(np.zeros(4, int))
+    """
+
+    metadata = {"render_modes": list(RENDER_MODES)}
+
+    def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self.num_envs = num_envs
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        self.closed = False
+        self._pending: str | None = None
+        self._seeds: list[int | None] | None = None
+        self._viewer: Any = None
+        self._action_shape = _fixed_action_shape(action_space)
+
+    # ----------------------------------------------------------------- hooks
+    @abstractmethod
+    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
+        """Reset every env (env i with ``seeds[i]`` when given) and return the batch."""
+
+    @abstractmethod
+    def _step_async(self, actions: Any) -> None:
+        """Start stepping with validated actions."""
+
+    @abstractmethod
+    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
+        """Finish the step started by ``_step_async``."""
+
+    @abstractmethod
+    def _reset_single_env(self, index: int, seed: int | None) -> Any:
+        """Reset env ``index`` alone and return its observation."""
+
+    @abstractmethod
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """``attr_name`` of each sub-env named by ``indices``, in index order."""
+
+    @abstractmethod
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set ``attr_name`` to ``value`` on each sub-env named by ``indices``."""
+
+    @abstractmethod
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        """Call ``method_name(*args, **kwargs)`` on each sub-env named by ``indices``."""
+
+    @abstractmethod
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """Whether each sub-env named by ``indices`` has ``wrapper_class`` in its chain."""
+
+    @abstractmethod
+    def get_images(self) -> list[np.ndarray]:
+        """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
+
+    def close_extras(self) -> None:
+        """Release what the backend holds (workers, shared memory); called once by close()."""
+
+    # ---------------------------------------------------------- control flow
+    def reset(self) -> VecEnvObs:
+        """Reset every env; returns the batched first observations (seeds from ``seed()``)."""
+        self._check_idle("reset")
+        seeds, self._seeds = self._seeds, None
+        return self._reset(seeds)
+
+    def step_async(self, actions: Any) -> None:
+        """Start a step with one action per env."""
+        self._check_idle("step_async")
+        actions = self._check_actions(actions)
+        self._step_async(actions)
+        self._pending = "step"
+
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
+        self._check_pending("step_wait", "step")
+        try:
+            result = self._step_wait(timeout)
+        except EnvTimeoutError:
+            raise  # still pending: the caller may wait again
+        except BaseException:
+            self._pending = None
+            raise
+        self._pending = None
+        return result
+
+    def step(self, actions: Any) -> VecEnvStepReturn:
+        """``step_async(actions)`` then ``step_wait()``."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
+        """Seed the envs at the NEXT ``reset()``: env i gets ``seed + i`` (or ``seed[i]``).
+
+        With ``seed=None`` a base seed is drawn at random. Returns the seeds.
+        """
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1)[0])
+        if isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = [None if s is None else int(s) for s in seed]
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed(): expected {self.num_envs} seeds (one per env), received {len(seeds)}")
+        self._seeds = seeds
+        return list(seeds)
+
+    def reset_single_env(self, index: int) -> Any:
+        """Reset env ``index`` alone; returns its (unbatched) first observation."""
+        self._check_idle("reset_single_env")
+        (index,) = self._indices(index, "reset_single_env")
+        seed = None
+        if self._seeds is not None:
+            seed, self._seeds[index] = self._seeds[index], None
+        return self._reset_single_env(index, seed)
+
+    def render(self, mode: str = "human") -> np.ndarray | None:
+        """``rgb_array``: the tiled frames of all envs; ``human``: show them in one window."""
+        if mode not in RENDER_MODES:
+            raise ValueError(f"render(): mode must be one of {RENDER_MODES}, received {mode!r}")
+        self._check_open("render")
+        if mode == "human" and self._viewer is None:
+            from vec_envs.opencv_viewer import OpenCVViewer
+
+            self._viewer = OpenCVViewer(f"vec_envs: {type(self).__name__} {id(self):x}")
+        img = tile_images(self.get_images())
+        if mode == "rgb_array":
+            return img
+        self._viewer.imshow(img)
+        return None
+
+    def close(self) -> None:
+        """Close the envs and release everything; later calls raise ClosedEnvironmentError."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self._viewer is not None:
+                self._viewer.close()
+        finally:
+            self.close_extras()
+
+    def __enter__(self) -> "VecEnvBase":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    @property
+    def unwrapped(self) -> "VecEnvBase":
+        """The innermost VecEnvBase (this one, for a backend)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_envs={self.num_envs})"
+
+    # ---------------------------------------------------------------- checks
+    def _check_open(self, method: str) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
+
+    def _check_idle(self, method: str) -> None:
+        self._check_open(method)
+        if self._pending is not None:
+            raise AlreadyPendingCallError(
+                PENDING.format(cls=type(self).__name__, method=method, pending=self._pending))
+
+    def _check_pending(self, method: str, call: str) -> None:
+        self._check_open(method)
+        if self._pending != call:
+            raise NoAsyncCallError(NOTHING_PENDING.format(cls=type(self).__name__, method=method, call=call))
+
+    def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        seq = [indices] if isinstance(indices, (int, np.integer)) else list(indices)
+        for i in seq:
+            if not isinstance(i, (int, np.integer)) or not -self.num_envs <= i < self.num_envs:
+                raise IndexError(f"{method}(): env index {i!r} is out of range for "
+                                 f"{self.num_envs} envs (valid: 0..{self.num_envs - 1})")
+        return [int(i) % self.num_envs for i in seq]
+
+    def _check_actions(self, actions: Any) -> Any:
+        if isinstance(actions, dict):
+            return self._split_dict_actions(actions)
+        try:
+            count = len(actions)
+        except TypeError:
+            raise ValueError(f"step_async(): expected a sequence of {self.num_envs} actions (one per "
+                             f"env), received {type(actions).__name__}") from None
+        if count != self.num_envs:
+            raise ValueError(f"step_async(): expected {self.num_envs} actions (one per env), received {count}")
+        if self._action_shape is None:
+            return actions
+        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        if arr.shape[1:] != self._action_shape:
+            raise ValueError(f"step_async(): expected actions of shape {(self.num_envs, *self._action_shape)} "
+                             f"for action space {self.action_space}, received shape {arr.shape}")
+        return arr
+
+    def _split_dict_actions(self, actions: dict) -> list[dict]:
+        counts = {k: len(v) for k, v in actions.items()}
+        if any(c != self.num_envs for c in counts.values()):
+            raise ValueError(f"step_async(): expected {self.num_envs} actions per key (one per env), "
+                             f"received {counts}")
+        return [{k: v[i] for k, v in actions.items()} for i in range(self.num_envs)]

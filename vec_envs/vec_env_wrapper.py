@@ -1,0 +1,161 @@
+"""VecEnvWrapper and VecEnvObservationWrapper: layers over any VecEnv."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from vec_envs.batching import get_row
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.vec_env_base import VecEnvBase
+
+__all__ = ["VecEnvWrapper", "VecEnvObservationWrapper"]
+
+
+class VecEnvWrapper(VecEnvBase):
+    """Forwards everything to ``venv``; subclasses override ``reset`` / ``step_wait``.
+
+    Unknown public attributes are looked up on ``venv`` too, so
+    ``VecNormalize(VecFrameStack(SubprocVecEnv(...))).num_envs`` works. The wrapped env
+    enforces the async protocol and the closed state; a wrapper keeps none of its own.
+
+    Example:
+        >>> class Doubled(VecEnvWrapper):
+        ...     def step_wait(self):
+        ...         obs, rewards, dones, infos = self.venv.step_wait()
+        ...         return obs, 2 * rewards, dones, infos
+    """
+
+    def __init__(self, venv: VecEnvBase, observation_space: spaces.Space | None = None,
+                 action_space: spaces.Space | None = None) -> None:
+        if not isinstance(venv, VecEnvBase):
+            raise TypeError(f"{type(self).__name__} wraps a VecEnvBase, received {type(venv).__name__}")
+        self.venv = venv
+        super().__init__(venv.num_envs, observation_space or venv.observation_space,
+                         action_space or venv.action_space)
+
+    def reset(self) -> VecEnvObs:
+        return self.venv.reset()
+
+    def step_async(self, actions: Any) -> None:
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        return self.venv.step_wait()
+
+    # The hooks are never reached: the public methods above forward directly.
+    def _reset(self, seeds: Any) -> VecEnvObs:
+        return self.venv.reset()
+
+    def _step_async(self, actions: Any) -> None:
+        self.venv.step_async(actions)
+
+    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
+        return self.venv.step_wait()
+
+    def _reset_single_env(self, index: int, seed: int | None) -> Any:
+        return self.venv.reset_single_env(index)
+
+    def reset_single_env(self, index: int) -> Any:
+        return self.venv.reset_single_env(index)
+
+    def seed(self, seed: Any = None) -> list[int | None]:
+        return self.venv.seed(seed)
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def get_images(self) -> list[np.ndarray]:
+        return self.venv.get_images()
+
+    @property
+    def reset_infos(self) -> list[dict[str, Any]]:
+        return self.venv.reset_infos
+
+    @reset_infos.setter
+    def reset_infos(self, value: list[dict[str, Any]]) -> None:
+        pass  # the wrapped env owns them
+
+    def close_extras(self) -> None:
+        self.venv.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.venv.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        pass  # the wrapped env owns the closed state
+
+    def close(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
+        self.venv.close()
+
+    @property
+    def unwrapped(self) -> VecEnvBase:
+        return self.venv.unwrapped
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "venv":
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return getattr(self.venv, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.venv!r})"
+
+
+class VecEnvObservationWrapper(VecEnvWrapper):
+    """Implement ``process(obs)`` once; it is applied to ``reset``, ``step`` and every
+    ``infos[i]["terminal_observation"]`` alike.
+
+    Example:
+        >>> class Scaled(VecEnvObservationWrapper):
+        ...     def process(self, obs):
+        ...         return obs / 255.0
+    """
+
+    def process(self, obs: VecEnvObs) -> VecEnvObs:
+        """Transform a batch of observations (shaped (num_envs, ...))."""
+        raise NotImplementedError
+
+    def process_terminal(self, index: int, terminal_obs: Any) -> Any:
+        """Transform the terminal observation of env ``index`` (default: ``process`` on a
+        batch of one). Stateful wrappers (frame stacks) override it."""
+        return _first_row(self.process(_batch_of_one(terminal_obs)))
+
+    def reset(self) -> VecEnvObs:
+        return self.process(self.venv.reset())
+
+    def reset_single_env(self, index: int) -> Any:
+        return self.process_terminal(index, self.venv.reset_single_env(index))
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for i in np.flatnonzero(dones):
+            if "terminal_observation" in infos[i]:
+                infos[i]["terminal_observation"] = self.process_terminal(int(i), infos[i]["terminal_observation"])
+        return self.process(obs), rewards, dones, infos
+
+
+def _batch_of_one(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {k: _batch_of_one(v) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_batch_of_one(v) for v in obs)
+    return np.asarray(obs)[None]
+
+
+def _first_row(batch: Any) -> Any:
+    return get_row(batch, 0)
