@@ -5,6 +5,7 @@ from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.dummy_vec_env import DummyVecEnv
 from vec_envs.make_vec_env import make_vec_env
 from vec_envs.mpi_env_vars import clear_mpi_env_vars
+from vec_envs.subproc_vec_env import SubprocVecEnv
 from vec_envs.tile_images import tile_images
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvObservationWrapper, VecEnvWrapper
@@ -12,6 +13,7 @@ from vec_envs.vec_env_wrapper import VecEnvObservationWrapper, VecEnvWrapper
 __all__ = [
     "VecEnvBase",
     "DummyVecEnv",
+    "SubprocVecEnv",
     "VecEnvWrapper",
     "VecEnvObservationWrapper",
     "CloudpickleWrapper",

@@ -130,9 +130,8 @@ class EnvSlice:
     def get_attr(self, name: str, ks: Sequence[int]) -> list[Any]:
         return [self._call(k, "get_attr", lambda k=k: env_attr(self.envs[k], name)) for k in ks]
 
-    def set_attr(self, name: str, value: Any, ks: Sequence[int]) -> None:
-        for k in ks:
-            self._call(k, "set_attr", lambda: set_env_attr(self.envs[k], name, value))
+    def set_attr(self, name: str, value: Any, ks: Sequence[int]) -> list[None]:
+        return [self._call(k, "set_attr", lambda k=k: set_env_attr(self.envs[k], name, value)) for k in ks]
 
     def env_method(self, name: str, args: tuple, kwargs: dict, ks: Sequence[int]) -> list[Any]:
         return [self._call(k, name, lambda k=k: env_attr(self.envs[k], name)(*args, **kwargs))

@@ -113,8 +113,12 @@ class VecEnvBase(ABC):
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
+        return self._finish_pending(lambda: self._step_wait(timeout))
+
+    def _finish_pending(self, wait: Any) -> Any:
+        """Run ``wait()`` for the pending call; it stays pending only after a timeout."""
         try:
-            result = self._step_wait(timeout)
+            result = wait()
         except EnvTimeoutError:
             raise  # still pending: the caller may wait again
         except BaseException:

@@ -1,0 +1,83 @@
+"""SubprocVecEnv: envs in worker processes, several in series per process."""
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Sequence
+
+from vec_envs.batching import BatchBuffers, is_fixed_size
+from vec_envs.mpi_env_vars import clear_mpi_env_vars
+from vec_envs.shared_memory import SharedBuffers
+from vec_envs.subproc_worker import SubprocWorker
+from vec_envs.types import EnvFn
+from vec_envs.worker_protocol import Command
+from vec_envs.worker_vec_env import WorkerVecEnv
+
+__all__ = ["SubprocVecEnv", "default_start_method"]
+
+
+def default_start_method() -> str:
+    """``forkserver`` where the platform has it, else ``spawn``."""
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+class SubprocVecEnv(WorkerVecEnv):
+    """Envs in worker processes; worker k steps a contiguous slice of envs in series.
+
+    Observations (every leaf), rewards and dones are written by the workers straight into
+    shared memory; only actions, small control messages and non-empty infos cross the
+    pipes. An env's exception, a dead worker or a timeout raises ``EnvWorkerError`` /
+    ``EnvTimeoutError``: no call blocks forever.
+
+    Args:
+        env_fns: one zero-argument factory per env (lambdas and closures work).
+        in_series: envs per worker: an int, or "auto" for about one worker per CPU.
+        context: a multiprocessing start method ("forkserver" by default where
+            available, else "spawn"; "fork" is allowed).
+        shared_memory: batch buffers in shared memory (spaces with no fixed size
+            always go through the pipes).
+        copy: return fresh arrays (True) or views valid until the next step (False).
+        timeout: default seconds a wait may take (None: no limit).
+        on_error: "raise", or "restart" to replace a failed worker and go on; its envs
+            then report ``done=True`` and ``infos[i]["env_restarted"] = True``.
+        max_restarts: restarts allowed over the life of the VecEnv before raising.
+
+    Example:
+        >>> venv = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 64)   # doctest: +SKIP
+        >>> with venv:
+        ...     obs = venv.reset()                                     # (64, 4)
+    """
+
+    worker_class = SubprocWorker
+
+    def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
+                 shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
+                 on_error: str = "raise", max_restarts: int = 10) -> None:
+        method = context or default_start_method()
+        if method not in mp.get_all_start_methods():
+            raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
+        self._ctx = mp.get_context(method)
+        if method == "forkserver":
+            self._ctx.set_forkserver_preload(["vec_envs.subproc_worker"])
+        self.shared_memory = shared_memory
+        self._shared: SharedBuffers | None = None
+        super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout,
+                         on_error=on_error, max_restarts=max_restarts)
+
+    def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
+        with clear_mpi_env_vars():
+            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop)
+
+    def _make_buffers(self) -> BatchBuffers:
+        if not (self.shared_memory and is_fixed_size(self.observation_space)):
+            return super()._make_buffers()
+        self._shared = SharedBuffers(self.observation_space, self.num_envs)
+        self._resources.append(self._shared)
+        return self._shared.buffers
+
+    def _prepare_worker(self, w: int) -> None:
+        if self._shared is None:
+            return
+        worker = self.workers[w]
+        shared = self._shared
+        self._send(w, Command.ATTACH_SHARED, (shared.space, shared.n, worker.first_index, shared.size, shared.fd))
+        self._results(self._gather([w], self.timeout, "__init__"), "__init__")

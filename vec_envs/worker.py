@@ -1,0 +1,55 @@
+"""Worker: the one small interface a transport implements for WorkerVecEnv."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+from vec_envs.worker_protocol import Command
+
+__all__ = ["Worker", "WorkerDied"]
+
+
+class WorkerDied(Exception):
+    """Internal: the worker is gone; ``reason`` says how (exit code, signal, lost node)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Worker(ABC):
+    """One remote endpoint running a ``SliceServer`` for envs ``first_index:stop``.
+
+    A transport (subprocess, Ray actor) fills in how messages travel and how a worker
+    is waited for, stopped and killed; everything else lives in ``WorkerVecEnv``.
+    """
+
+    def __init__(self, index: int, first_index: int, stop: int) -> None:
+        self.index = index
+        self.first_index = first_index
+        self.stop = stop
+
+    @property
+    def env_indices(self) -> list[int]:
+        return list(range(self.first_index, self.stop))
+
+    @abstractmethod
+    def send(self, command: Command, payload: Any) -> None:
+        """Send one command (raises ``WorkerDied`` if the worker is gone)."""
+
+    @abstractmethod
+    def recv(self) -> tuple[bool, Any]:
+        """The reply to the last command; call only once ``wait`` named this worker."""
+
+    @classmethod
+    @abstractmethod
+    def wait(cls, workers: Sequence["Worker"], timeout: float | None) -> list["Worker"]:
+        """Block until some of ``workers`` have a reply or died; [] after ``timeout``."""
+
+    @abstractmethod
+    def shutdown(self, timeout: float) -> None:
+        """Let the worker end (after CLOSE was answered): join, then terminate, then kill."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """End the worker now (it failed or hangs)."""
