@@ -90,7 +90,7 @@ class SubprocWorker(Worker):
 
     def send(self, command: Command, payload: Any) -> None:
         if self.conn.closed:
-            raise WorkerDied("worker process was stopped")
+            raise WorkerDied("was stopped")
         try:
             if command == Command.ATTACH_SHARED:
                 *rest, fd = payload
@@ -100,7 +100,7 @@ class SubprocWorker(Worker):
                 self.conn.send((command, payload))
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
-            raise WorkerDied(f"worker process {_describe_exit(self.process.exitcode)}") from exc
+            raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> tuple[bool, Any]:
         try:
@@ -109,7 +109,7 @@ class SubprocWorker(Worker):
         except (EOFError, ConnectionResetError, OSError):
             pass
         self.process.join(1.0)
-        raise WorkerDied(f"worker process {_describe_exit(self.process.exitcode)}")
+        raise WorkerDied(_describe_exit(self.process.exitcode))
 
     @classmethod
     def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:

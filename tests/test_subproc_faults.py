@@ -1,0 +1,209 @@
+"""SubprocVecEnv's failure model: errors name the env, nothing hangs, nothing leaks."""
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from tests.envs import BadShapeEnv, FaultyEnv, SeededEnv
+from vec_envs import SubprocVecEnv
+from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECONDS = 10  # an error must arrive well within this
+
+
+def fns_with(fault, n=4, at=2, **kwargs):
+    """n envs, env ``at`` faulty; two workers of two envs each."""
+    healthy = functools.partial(SeededEnv, render_mode="rgb_array")
+    return [functools.partial(FaultyEnv, fault, **kwargs) if i == at else healthy for i in range(n)]
+
+
+def step_until_error(venv, steps=10):
+    start = time.monotonic()
+    with pytest.raises((EnvWorkerError, EnvTimeoutError)) as info:
+        for _ in range(steps):
+            venv.step(np.zeros(venv.num_envs, np.int64))
+    assert time.monotonic() - start < SECONDS
+    return info.value
+
+
+@pytest.mark.parametrize("fault,method", [("step", "step"), ("render", "render")])
+def test_env_exception_names_env_worker_method_and_traceback(fault, method):
+    with SubprocVecEnv(fns_with(fault), in_series=2) as venv:
+        venv.reset()
+        if fault == "render":
+            with pytest.raises(EnvWorkerError) as info:
+                venv.get_images()
+            err = info.value
+        else:
+            err = step_until_error(venv)
+        assert (err.env_index, err.worker_index, err.method) == (2, 1, method)
+        assert f"FaultyEnv fails in {fault}" in err.remote_traceback
+        assert "Traceback (most recent call last)" in err.remote_traceback
+        assert err.remote_traceback in str(err) and str(err).startswith(f"env 2 (worker 1) raised in {method}()")
+
+
+def test_exception_in_reset_and_in_constructor():
+    with SubprocVecEnv(fns_with("reset"), in_series=2) as venv:
+        with pytest.raises(EnvWorkerError, match="fails in reset") as info:
+            venv.reset()
+        assert (info.value.env_index, info.value.method) == (2, "reset")
+    start = time.monotonic()
+    with pytest.raises(EnvWorkerError, match="refuses to be built") as info:
+        SubprocVecEnv(fns_with("init", at=3), in_series=2)
+    assert (info.value.env_index, info.value.worker_index, info.value.method) == (3, 1, "__init__")
+    assert time.monotonic() - start < SECONDS
+
+
+def test_exception_in_env_method_and_close():
+    venv = SubprocVecEnv(fns_with("close"), in_series=2)
+    pids = [w.process.pid for w in venv.workers]
+    with pytest.raises(EnvWorkerError, match="has no attribute 'nope'") as info:
+        venv.env_method("nope", indices=[1])
+    assert (info.value.env_index, info.value.method) == (1, "nope")
+    with pytest.raises(EnvWorkerError, match="fails in close") as info:
+        venv.close()
+    assert info.value.env_index == 2
+    assert not any(alive(pid) for pid in pids)
+    with pytest.raises(ClosedEnvironmentError):
+        venv.reset()
+
+
+@pytest.mark.parametrize("fault,how", [("kill", "was killed by signal SIGKILL"), ("exit", "exited with code 7")])
+def test_worker_death_mid_step_is_noticed_at_once(fault, how):
+    with SubprocVecEnv(fns_with(fault), in_series=2) as venv:
+        venv.reset()
+        err = step_until_error(venv)
+        assert isinstance(err, EnvWorkerError)
+        assert (err.worker_index, err.env_index, err.method) == (1, 2, "step")
+        assert f"worker 1 (envs 2..3) {how} during step()" in str(err)
+
+
+def test_hang_past_timeout_names_the_busy_envs_and_close_still_works():
+    venv = SubprocVecEnv(fns_with("hang"), in_series=2, timeout=1.0)
+    pids = [w.process.pid for w in venv.workers]
+    venv.reset()
+    err = step_until_error(venv)
+    assert isinstance(err, EnvTimeoutError) and err.env_indices == [2, 3]
+    assert "envs [2, 3] (workers [1]) did not answer within 1.0 s" in str(err)
+    with pytest.raises(EnvTimeoutError):
+        venv.step_wait(timeout=0.2)  # still pending: a second wait is allowed
+    start = time.monotonic()
+    venv.close()
+    assert time.monotonic() - start < SECONDS
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_wrong_shape_observation_names_both_shapes():
+    with SubprocVecEnv([SeededEnv, functools.partial(BadShapeEnv, after=3)], in_series=1) as venv:
+        venv.reset()
+        err = step_until_error(venv)
+        assert (err.env_index, err.worker_index, err.method) == (1, 1, "step")
+        assert "has shape (2,), but the observation space" in str(err) and "expects shape (3,)" in str(err)
+
+
+def test_restart_policy_rebuilds_the_worker_and_flags_its_envs():
+    venv = SubprocVecEnv(fns_with("kill", after=3), in_series=2, on_error="restart", max_restarts=2)
+    with venv:
+        venv.reset()
+        first_pid = venv.workers[1].process.pid
+        flagged = []
+        for t in range(4):
+            obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
+            flagged.append([bool(info.get("env_restarted")) for info in infos])
+        assert flagged[:3] == [[False] * 4] * 3
+        assert flagged[3] == [False, False, True, True]
+        assert dones[2:].all() and not dones[:2].any() and (rewards[2:] == 0).all()
+        assert "killed by signal SIGKILL" in infos[2]["error"]
+        assert venv.workers[1].process.pid != first_pid and venv.restarts == 1
+        assert obs.shape == (4, 3) and np.abs(obs[2]).max() <= 1  # a fresh first observation
+        for _ in range(3):
+            venv.step(np.zeros(4, np.int64))  # the restarted env fails again after 3 steps
+        with pytest.raises(EnvWorkerError, match=r"max_restarts=2 reached"):
+            for _ in range(10):
+                venv.step(np.zeros(4, np.int64))
+
+
+PARENT_SCRIPT = textwrap.dedent("""
+    import sys, time, numpy as np
+    from vec_envs import SubprocVecEnv
+    from tests.envs import SeededEnv
+    venv = SubprocVecEnv([SeededEnv] * 4, in_series=2, context=sys.argv[1])
+    venv.reset()
+    try:
+        print(" ".join(str(w.process.pid) for w in venv.workers), flush=True)
+        while True:
+            venv.step(np.zeros(4, np.int64))
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        venv.close()
+        print("interrupted cleanly", flush=True)
+""")
+
+
+def alive(pid):
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("context", ["forkserver", "spawn", "fork"])
+def test_parent_killed_leaves_no_worker_alive(sig, context):
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_SCRIPT, context], cwd=REPO, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2, parent.stderr.read()
+        if sig == signal.SIGINT:
+            os.killpg(parent.pid, sig)  # Ctrl-C reaches the whole process group
+        else:
+            parent.send_signal(sig)
+        parent.wait(timeout=SECONDS)
+        deadline = time.monotonic() + SECONDS
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in workers)
+        if sig == signal.SIGINT:
+            out, err = parent.communicate()
+            assert out.strip() == "interrupted cleanly" and parent.returncode == 0, err
+            assert err.count("KeyboardInterrupt") == 0
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def shm_entries():
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_create_step_close_cycles_leak_nothing():
+    me = psutil.Process()
+
+    def cycle(crash):
+        venv = SubprocVecEnv(fns_with("kill" if crash else "step", after=3 if crash else 10**6), in_series=2)
+        venv.reset()
+        try:
+            for _ in range(5):
+                venv.step(np.zeros(4, np.int64))
+        except EnvWorkerError:
+            assert crash
+        venv.close()
+
+    cycle(False)  # the forkserver process starts once and stays
+    before = (me.num_fds(), len(me.children(recursive=True)), shm_entries())
+    for i in range(20):
+        cycle(crash=i % 4 == 0)
+    time.sleep(0.2)
+    after = (me.num_fds(), len(me.children(recursive=True)), shm_entries())
+    assert after[0] <= before[0] and after[1] == before[1] and after[2] <= before[2]
