@@ -19,6 +19,7 @@ def subproc(env_fns, **kwargs):
 #: (factory(env_fns, copy=...) -> VecEnv) with a readable id
 BACKENDS = [
     pytest.param(dummy, id="dummy"),
+    pytest.param(subproc, id="subproc-default"),
     pytest.param(functools.partial(subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(subproc, in_series=2), id="subproc-series2"),
     pytest.param(functools.partial(subproc, in_series=3), id="subproc-uneven3"),

@@ -22,8 +22,15 @@ __all__ = ["SharedBuffers", "map_buffers"]
 _ALIGN = 64  # bytes: each leaf starts on its own cache line
 
 
-def _layout(space: spaces.Space, n: int, buf: Any) -> tuple[BatchBuffers, int]:
-    """Lay out the buffers of ``n`` envs in ``buf`` (or just size them when buf is None)."""
+def _action_leaf(action_space: spaces.Space | None) -> spaces.Space | None:
+    """The action space if its actions fit one fixed-shape array, else None (pipes)."""
+    fixed = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    return action_space if isinstance(action_space, fixed) else None
+
+
+def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int,
+            buf: Any) -> tuple[BatchBuffers, np.ndarray | None, int]:
+    """Lay out the buffers (and actions) of ``n`` envs in ``buf`` (just size them if None)."""
     offset = 0
 
     def allocate(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -38,7 +45,9 @@ def _layout(space: spaces.Space, n: int, buf: Any) -> tuple[BatchBuffers, int]:
         return arr
 
     buffers = BatchBuffers.allocate(space, n, allocate)
-    return buffers, max(offset, 1)
+    leaf = _action_leaf(action_space)
+    actions = None if leaf is None else allocate((n, *leaf.shape), np.dtype(leaf.dtype))
+    return buffers, actions, max(offset, 1)
 
 
 def _anonymous_fd(size: int) -> int:
@@ -51,35 +60,39 @@ def _anonymous_fd(size: int) -> int:
     return fd
 
 
-def map_buffers(space: spaces.Space, n: int, fd: int, size: int) -> tuple[mmap.mmap, BatchBuffers]:
-    """Map the region behind ``fd`` (in a worker) and return it with its buffer views."""
+def map_buffers(space: spaces.Space, action_space: spaces.Space | None, n: int, fd: int,
+                size: int) -> tuple[mmap.mmap, BatchBuffers, np.ndarray | None]:
+    """Map the region behind ``fd`` (in a worker): the region, its buffers, its actions."""
     region = mmap.mmap(fd, size)
-    buffers, _ = _layout(space, n, region)
-    return region, buffers
+    buffers, actions, _ = _layout(space, action_space, n, region)
+    return region, buffers, actions
 
 
 class SharedBuffers:
-    """``BatchBuffers`` of ``n`` envs in shared memory, created by the parent.
+    """``BatchBuffers`` of ``n`` envs, and their actions, in shared memory.
+
+    ``actions`` is None when the action space has no fixed shape (actions then travel
+    through the pipes).
 
     Example:
-        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), 8)    # doctest: +SKIP
-        >>> shared.buffers.obs.shape, shared.fd                 # pass fd/size to workers
-        ((8, 4), 5)
+        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)  # doctest: +SKIP
+        >>> shared.buffers.obs.shape, shared.actions.shape       # pass fd/size to workers
+        ((8, 4), (8,))
         >>> shared.close()
     """
 
-    def __init__(self, space: spaces.Space, n: int) -> None:
-        self.space, self.n = space, n
-        _, self.size = _layout(space, n, None)
+    def __init__(self, space: spaces.Space, action_space: spaces.Space, n: int) -> None:
+        self.space, self.action_space, self.n = space, action_space, n
+        _, _, self.size = _layout(space, action_space, n, None)
         self.fd = _anonymous_fd(self.size)
-        self._region, self.buffers = map_buffers(space, n, self.fd, self.size)
+        self._region, self.buffers, self.actions = map_buffers(space, action_space, n, self.fd, self.size)
 
     def close(self) -> None:
         """Close the descriptor and unmap (once no caller holds a view any more)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.buffers = None  # type: ignore[assignment]
+        self.buffers = self.actions = None  # type: ignore[assignment]
         try:
             self._region.close()
         except BufferError:

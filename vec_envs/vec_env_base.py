@@ -54,6 +54,7 @@ class VecEnvBase(ABC):
         self._seeds: list[int | None] | None = None
         self._viewer: Any = None
         self._action_shape = _fixed_action_shape(action_space)
+        self._action_dtype = np.dtype(action_space.dtype) if self._action_shape is not None else None
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -239,7 +240,17 @@ class VecEnvBase(ABC):
         if arr.shape[1:] != self._action_shape:
             raise ValueError(f"step_async(): expected actions of shape {(self.num_envs, *self._action_shape)} "
                              f"for action space {self.action_space}, received shape {arr.shape}")
+        if arr.dtype != self._action_dtype:
+            arr = self._cast_actions(arr)
         return arr
+
+    def _cast_actions(self, arr: np.ndarray) -> np.ndarray:
+        """Actions in the space's dtype, so every backend hands envs the same values."""
+        try:
+            return arr.astype(self._action_dtype, casting="same_kind")
+        except TypeError:
+            raise ValueError(f"step_async(): actions of dtype {arr.dtype} cannot be cast safely to the "
+                             f"action space's dtype {self._action_dtype} ({self.action_space})") from None
 
     def _split_dict_actions(self, actions: dict) -> list[dict]:
         counts = {k: len(v) for k, v in actions.items()}

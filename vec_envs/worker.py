@@ -24,6 +24,8 @@ class Worker(ABC):
     is waited for, stopped and killed; everything else lives in ``WorkerVecEnv``.
     """
 
+    is_local = False  #: True for a slice the parent steps itself (LocalWorker)
+
     def __init__(self, index: int, first_index: int, stop: int) -> None:
         self.index = index
         self.first_index = first_index

@@ -68,6 +68,7 @@ class SliceServer:
         self.startup_failure: WorkerFailure | None = None
         self.shared = False
         self._region: Any = None
+        self._actions: Any = None
         try:
             self.slice = EnvSlice(env_fns, first_index)
         except BaseException as exc:  # reported on the first command: the worker must not die
@@ -103,9 +104,15 @@ class SliceServer:
         return self.slice.observation_space, self.slice.action_space
 
     def _attach_shared(self, payload: tuple) -> None:
-        space, n, start, size, fd = payload
-        self._region, full = map_buffers(space, n, fd, size)
-        self.slice.attach(full.view(start, start + len(self.slice)))
+        space, action_space, n, start, size, fd = payload
+        self._region, full, actions = map_buffers(space, action_space, n, fd, size)
+        stop = start + len(self.slice)
+        self.attach(full.view(start, stop), None if actions is None else actions[start:stop])
+
+    def attach(self, buffers: Any, actions: Any = None) -> None:
+        """Step into ``buffers`` (views the parent reads); read actions from ``actions``."""
+        self.slice.attach(buffers)
+        self._actions = actions
         self.shared = True
 
     def _arrays(self) -> tuple | None:
@@ -116,7 +123,9 @@ class SliceServer:
         infos = self.slice.reset(seeds)
         return list(infos), self._arrays()
 
-    def _step(self, actions: Sequence[Any]) -> tuple:
+    def _step(self, actions: Sequence[Any] | None) -> tuple:
+        if actions is None:  # the parent wrote them to shared memory
+            actions = self._actions.copy()
         infos = self.slice.step(actions)
         sparse = {k: info for k, info in enumerate(infos) if info}
         reset_infos = self.slice.reset_infos

@@ -16,6 +16,7 @@ import numpy as np
 
 from vec_envs.batching import BatchBuffers, copy_obs, write_rows
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
+from vec_envs.local_worker import LocalWorker
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.worker import Worker, WorkerDied
@@ -61,13 +62,16 @@ class WorkerVecEnv(VecEnvBase):
     """Envs in workers, each stepping a contiguous slice of envs in series.
 
     Subclasses implement ``_start_worker`` and may override ``_make_buffers`` /
-    ``_prepare_worker`` to share memory with their workers.
+    ``_prepare_worker`` to share memory with their workers. With ``step_in_parent`` the
+    last slice is stepped by the parent itself (a ``LocalWorker``) while the workers
+    step theirs.
     """
 
     worker_class: type[Worker]
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
-                 timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10) -> None:
+                 timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
+                 step_in_parent: bool = False) -> None:
         if len(env_fns) == 0:
             raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
         if on_error not in ON_ERROR:
@@ -76,6 +80,8 @@ class WorkerVecEnv(VecEnvBase):
         self.in_series = resolve_in_series(in_series, len(env_fns))
         self.copy, self.timeout, self.on_error, self.max_restarts = copy, timeout, on_error, max_restarts
         self.restarts = 0
+        self.step_in_parent = step_in_parent
+        self._shared_actions: np.ndarray | None = None
         self.workers: list[Worker] = []
         self._resources: list[Any] = []
         self._awaiting: dict[int, Command] = {}
@@ -88,7 +94,8 @@ class WorkerVecEnv(VecEnvBase):
             raise
 
     def _start(self, slices: list[tuple[int, int]]) -> None:
-        self.workers.extend(self._start_worker(w, a, b) for w, (a, b) in enumerate(slices))
+        self._local_index = len(slices) - 1 if self.step_in_parent else None
+        self.workers.extend(self._new_worker(w, a, b) for w, (a, b) in enumerate(slices))
         self._worker_of = [w for w, (a, b) in enumerate(slices) for _ in range(a, b)]
         spaces = self._broadcast(Command.GET_SPACES, "__init__")
         observation_space, action_space = spaces[0]
@@ -103,6 +110,11 @@ class WorkerVecEnv(VecEnvBase):
         for w in range(len(self.workers)):
             self._prepare_worker(w)
 
+    def _new_worker(self, index: int, first: int, stop: int) -> Worker:
+        if index == self._local_index:
+            return LocalWorker(index, self._env_fns[first:stop], first, stop)
+        return self._start_worker(index, first, stop)
+
     # ------------------------------------------------------------- transport hooks
     def _start_worker(self, index: int, first: int, stop: int) -> Worker:
         raise NotImplementedError
@@ -112,7 +124,14 @@ class WorkerVecEnv(VecEnvBase):
         return BatchBuffers.allocate(self.observation_space, self.num_envs)
 
     def _prepare_worker(self, w: int) -> None:
-        """Called once per (re)started worker, after its spaces were checked."""
+        """Called once per (re)started worker, after its spaces were checked.
+
+        A local worker steps straight into the parent's buffers; transports extend this
+        to share memory with their workers.
+        """
+        worker = self.workers[w]
+        if isinstance(worker, LocalWorker):
+            worker.server.attach(self.buffers.view(worker.first_index, worker.stop))
 
     # ------------------------------------------------------------------ messaging
     def _send(self, w: int, command: Command, payload: Any) -> None:
@@ -138,6 +157,10 @@ class WorkerVecEnv(VecEnvBase):
         """Replies of workers ``ws``; EnvTimeoutError (keeping what arrived) after ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         waiting = [w for w in ws if w not in self._replies]
+        for w in [w for w in waiting if self.workers[w].is_local]:
+            self._replies[w] = self.workers[w].recv()  # the parent's own slice, stepped now
+            self._awaiting.pop(w, None)
+            waiting.remove(w)
         while waiting:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = self.worker_class.wait([self.workers[w] for w in waiting], remaining)
@@ -234,8 +257,12 @@ class WorkerVecEnv(VecEnvBase):
         return copy_obs(self.buffers.obs) if self.copy else self.buffers.obs
 
     def _step_async(self, actions: Any) -> None:
+        shared = self._shared_actions
+        if shared is not None:
+            shared[...] = actions  # the workers read their rows; only the command is sent
         for worker in self.workers:
-            self._send(worker.index, Command.STEP, actions[worker.first_index:worker.stop])
+            own = shared is None or worker.is_local
+            self._send(worker.index, Command.STEP, actions[worker.first_index:worker.stop] if own else None)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
         replies = self._gather(range(len(self.workers)), timeout or self.timeout, "step")
@@ -280,7 +307,7 @@ class WorkerVecEnv(VecEnvBase):
         old.kill()
         self._awaiting.pop(w, None)
         self._replies.pop(w, None)
-        self.workers[w] = self._start_worker(w, old.first_index, old.stop)
+        self.workers[w] = self._new_worker(w, old.first_index, old.stop)
         self._send(w, Command.GET_SPACES, None)
         self._results(self._gather([w], self.timeout, "__init__"), "__init__")
         self._prepare_worker(w)

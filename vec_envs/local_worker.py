@@ -1,0 +1,45 @@
+"""LocalWorker: a slice of envs the parent process steps itself."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from vec_envs.types import EnvFn
+from vec_envs.worker import Worker
+from vec_envs.worker_protocol import Command, SliceServer
+
+__all__ = ["LocalWorker"]
+
+
+class LocalWorker(Worker):
+    """Runs its commands in the parent, when their replies are collected.
+
+    ``WorkerVecEnv`` collects a local worker's reply before waiting for the remote ones,
+    so the parent steps its own slice while the worker processes step theirs: with one
+    process per core, no core sits idle waiting. An env hanging here cannot be
+    interrupted by a timeout, which is why backends use it only without one.
+    """
+
+    is_local = True
+
+    def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int) -> None:
+        super().__init__(index, first_index, stop)
+        self.server = SliceServer(env_fns, first_index)
+        self._command: tuple[Command, Any] | None = None
+
+    def send(self, command: Command, payload: Any) -> None:
+        self._command = (command, payload)
+
+    def recv(self) -> tuple[bool, Any]:
+        command, payload = self._command
+        self._command = None
+        return self.server.handle(command, payload)
+
+    @classmethod
+    def wait(cls, workers: Sequence[Worker], timeout: float | None) -> list[Worker]:
+        return list(workers)
+
+    def shutdown(self, timeout: float) -> None:
+        self.server.close_quietly()
+
+    def kill(self) -> None:
+        self.server.close_quietly()
