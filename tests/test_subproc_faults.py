@@ -207,3 +207,18 @@ def test_create_step_close_cycles_leak_nothing():
     time.sleep(0.2)
     after = (me.num_fds(), len(me.children(recursive=True)), shm_entries())
     assert after[0] <= before[0] and after[1] == before[1] and after[2] <= before[2]
+
+
+class UnpicklableInfoEnv(SeededEnv):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {"callback": lambda: None}
+
+
+def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
+    with SubprocVecEnv([SeededEnv, UnpicklableInfoEnv], in_series=1) as venv:
+        venv.reset()
+        with pytest.raises(EnvWorkerError, match=r"step \(sending its result\)") as info:
+            venv.step([0, 0])
+        assert info.value.worker_index == 1 and "pickle" in str(info.value).lower()
+        assert all(w.process.is_alive() for w in venv.workers)

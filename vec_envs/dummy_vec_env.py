@@ -103,5 +103,16 @@ class DummyVecEnv(VecEnvBase):
         self._check_open("get_images")
         return self._run(self.slice.get_images)
 
+    def _get_states(self, indices: list[int]) -> list[Any]:
+        return self._run(self.slice.get_states, indices)
+
+    def _set_states(self, states: list[Any], indices: list[int]) -> None:
+        self._run(self.slice.set_states, states, indices)
+
+    def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
+                    return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
+        outcomes = self._run(self.slice.step_batch, actions, states, dts, return_states)
+        return self._out(), outcomes
+
     def close_extras(self) -> None:
         self._run(self.slice.close)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from vec_envs.batching import BatchBuffers, copy_obs, get_row, make_writer
+from vec_envs.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
 from vec_envs.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
@@ -42,6 +43,21 @@ def is_wrapped(env: Any, wrapper_class: type) -> bool:
             return True
         env = getattr(env, "env", None)
     return False
+
+
+#: one env's result of ``EnvSlice.step_batch``: (state or None, reward, terminated, truncated, info)
+BatchStepResult = tuple[Any, float, bool, bool, Info]
+
+
+def _repeat_step(env: Any, action: Any, dt: int) -> tuple[Any, float, bool, bool, Info]:
+    """Apply ``action`` up to ``dt`` times, stopping at the episode's end; rewards summed."""
+    total = 0.0
+    for _ in range(dt):
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        if terminated or truncated:
+            break
+    return obs, total, bool(terminated), bool(truncated), info
 
 
 class EnvSlice:
@@ -139,6 +155,36 @@ class EnvSlice:
 
     def env_is_wrapped(self, wrapper_class: type, ks: Sequence[int]) -> list[bool]:
         return [is_wrapped(self.envs[k], wrapper_class) for k in ks]
+
+    def get_states(self, ks: Sequence[int]) -> list[Any]:
+        """A snapshot of each env ``k`` in ``ks`` (see ``vec_envs.env_state``)."""
+        return [self._call(k, "get_state", lambda k=k: get_env_state(self.envs[k], self.first_index + k))
+                for k in ks]
+
+    def set_states(self, states: Sequence[Any], ks: Sequence[int]) -> None:
+        """Restore ``states[j]`` into env ``ks[j]``."""
+        for k, state in zip(ks, states):
+            self._call(k, "set_state", lambda: set_env_state(self.envs[k], state, self.first_index + k))
+
+    def step_batch(self, actions: Sequence[Any], states: Sequence[Any] | None, dts: Sequence[int],
+                   return_states: bool) -> list[BatchStepResult]:
+        """For each env k: restore ``states[k]`` (if given), apply ``actions[k]`` ``dts[k]`` times.
+
+        No auto-reset: an env whose episode ended stays at its last state. Observations
+        go into the buffers; returns ``(new_state or None, reward, terminated, truncated,
+        info)`` per env.
+        """
+        return [self._step_from(k, None if states is None else states[k], actions[k], dts[k], return_states)
+                for k in range(len(self.envs))]
+
+    def _step_from(self, k: int, state: Any, action: Any, dt: int, return_state: bool) -> BatchStepResult:
+        env, index = self.envs[k], self.first_index + k
+        if state is not None:
+            self._call(k, "set_state", lambda: set_env_state(env, state, index))
+        obs, reward, terminated, truncated, info = self._call(k, "step", lambda: _repeat_step(env, action, dt))
+        self._call(k, "step", lambda: self._write(k, obs))
+        new_state = self._call(k, "get_state", lambda: get_env_state(env, index)) if return_state else None
+        return new_state, reward, terminated, truncated, info
 
     def get_images(self) -> list[np.ndarray]:
         return [self._call(k, "render", lambda k=k: self._image(k)) for k in range(len(self.envs))]

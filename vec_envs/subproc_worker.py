@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import select
 import signal
 import sys
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 
 from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.worker import Worker, WorkerDied
-from vec_envs.worker_protocol import Command, SliceServer
+from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
 
 __all__ = ["SubprocWorker", "worker_main"]
 
@@ -56,6 +57,15 @@ def _die_with_parent() -> None:
         pass
 
 
+def _reply(conn: Connection, reply: tuple[bool, Any], command: int) -> None:
+    """Send the reply; one that cannot be pickled becomes a failure naming why."""
+    try:
+        conn.send(reply)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        method = Command(command).name.lower()
+        conn.send((False, WorkerFailure.from_exception(exc, f"{method} (sending its result)")))
+
+
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
                 spin_s: float = 0.0) -> None:
     """Serve commands until CLOSE, or until the parent is gone."""
@@ -73,7 +83,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
             command, payload = conn.recv()
             if command == Command.ATTACH_SHARED:
                 payload = (*payload, recv_handle(conn))
-            conn.send(server.handle(command, payload))
+            _reply(conn, server.handle(command, payload), command)
             if command == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):

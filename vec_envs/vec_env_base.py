@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.env_state import EnvState
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.tile_images import tile_images
@@ -19,6 +20,8 @@ PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its 
            "call {pending}_wait() first")
 NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
 RENDER_MODES = ("human", "rgb_array")
+NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
+             "whose observations skip this wrapper's processing")
 
 
 def _fixed_action_shape(space: spaces.Space) -> tuple | None:
@@ -94,6 +97,19 @@ class VecEnvBase(ABC):
     def get_images(self) -> list[np.ndarray]:
         """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
 
+    def _get_states(self, indices: list[int]) -> list[Any]:
+        """Snapshots of the envs ``indices`` (backends that keep envs implement it)."""
+        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="get_states"))
+
+    def _set_states(self, states: list[Any], indices: list[int]) -> None:
+        """Restore ``states[j]`` into env ``indices[j]``."""
+        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="set_states"))
+
+    def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
+                    return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
+        """``(obs, [(state or None, reward, terminated, truncated, info) per env])``."""
+        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="step_batch"))
+
     def close_extras(self) -> None:
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
@@ -157,6 +173,60 @@ class VecEnvBase(ABC):
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
         return self._reset_single_env(index, seed)
+
+    # ------------------------------------------------------ states (planning)
+    def get_states(self, indices: VecEnvIndices = None) -> list[Any]:
+        """Snapshots of the envs named by ``indices`` (None = all), in index order.
+
+        A state is opaque and picklable; it restores into an env made the same way
+        (see ``vec_envs.env_state`` for where it comes from).
+
+        Example:
+            >>> states = venv.get_states()                    # doctest: +SKIP
+            >>> venv.step(actions); venv.set_states(states)   # back where they were
+        """
+        self._check_idle("get_states")
+        return self._get_states(self._indices(indices, "get_states"))
+
+    def set_states(self, states: Sequence[Any], indices: VecEnvIndices = None) -> None:
+        """Restore ``states[j]`` into the j-th env named by ``indices`` (None = all)."""
+        self._check_idle("set_states")
+        indices = self._indices(indices, "set_states")
+        self._set_states(_check_states(states, len(indices), "set_states", "one per index"), indices)
+
+    def sync_states(self, state: Any) -> None:
+        """Restore the one ``state`` into every env."""
+        if isinstance(state, (list, tuple)):
+            raise TypeError(f"sync_states(): expected one state, received a {type(state).__name__} of "
+                            f"{len(state)}; use set_states(states) for one state per env")
+        self.set_states([state] * self.num_envs)
+
+    def step_batch(self, actions: Any, states: Sequence[Any] | None = None, dt: int | Sequence[int] = 1,
+                   return_states: bool | None = None) -> tuple:
+        """Step every env from a given state, for planning; no auto-reset.
+
+        For each env i: restore ``states[i]`` (when ``states`` is given and the entry is
+        not None), then apply ``actions[i]`` ``dt`` times (an int, or one per env),
+        stopping early when the episode ends; rewards are summed (float32, like ``step``).
+
+        Returns ``(new_states, obs, rewards, terminateds, truncateds, infos)`` when states
+        are given or ``return_states=True``, else ``(obs, rewards, terminateds,
+        truncateds, infos)``. An env whose episode ended is not reset: the caller owns
+        the states (``set_states`` or ``reset`` before the next ``step``).
+
+        Example:
+            >>> root = venv.get_states([0])[0]                              # doctest: +SKIP
+            >>> states, obs, rewards, term, trunc, infos = venv.step_batch(
+            ...     np.arange(venv.num_envs) % 2, states=[root] * venv.num_envs, dt=4)
+        """
+        self._check_idle("step_batch")
+        actions = self._check_actions(actions, "step_batch")
+        if states is not None:
+            states = _check_states(states, self.num_envs, "step_batch", "one per env")
+        dts = _check_dts(dt, self.num_envs)
+        want_states = states is not None if return_states is None else bool(return_states)
+        obs, results = self._step_batch(actions, states, dts, want_states)
+        return _pack_step_batch(obs, results, want_states)
 
     def render(self, mode: str = "human") -> np.ndarray | None:
         """``rgb_array``: the tiled frames of all envs; ``human``: show them in one window."""
@@ -224,37 +294,74 @@ class VecEnvBase(ABC):
                                  f"{self.num_envs} envs (valid: 0..{self.num_envs - 1})")
         return [int(i) % self.num_envs for i in seq]
 
-    def _check_actions(self, actions: Any) -> Any:
+    def _check_actions(self, actions: Any, method: str = "step_async") -> Any:
         if isinstance(actions, dict):
-            return self._split_dict_actions(actions)
+            return self._split_dict_actions(actions, method)
         try:
             count = len(actions)
         except TypeError:
-            raise ValueError(f"step_async(): expected a sequence of {self.num_envs} actions (one per "
+            raise ValueError(f"{method}(): expected a sequence of {self.num_envs} actions (one per "
                              f"env), received {type(actions).__name__}") from None
         if count != self.num_envs:
-            raise ValueError(f"step_async(): expected {self.num_envs} actions (one per env), received {count}")
+            raise ValueError(f"{method}(): expected {self.num_envs} actions (one per env), received {count}")
         if self._action_shape is None:
             return actions
         arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
         if arr.shape[1:] != self._action_shape:
-            raise ValueError(f"step_async(): expected actions of shape {(self.num_envs, *self._action_shape)} "
+            raise ValueError(f"{method}(): expected actions of shape {(self.num_envs, *self._action_shape)} "
                              f"for action space {self.action_space}, received shape {arr.shape}")
         if arr.dtype != self._action_dtype:
-            arr = self._cast_actions(arr)
+            arr = self._cast_actions(arr, method)
         return arr
 
-    def _cast_actions(self, arr: np.ndarray) -> np.ndarray:
+    def _cast_actions(self, arr: np.ndarray, method: str = "step_async") -> np.ndarray:
         """Actions in the space's dtype, so every backend hands envs the same values."""
         try:
             return arr.astype(self._action_dtype, casting="same_kind")
         except TypeError:
-            raise ValueError(f"step_async(): actions of dtype {arr.dtype} cannot be cast safely to the "
+            raise ValueError(f"{method}(): actions of dtype {arr.dtype} cannot be cast safely to the "
                              f"action space's dtype {self._action_dtype} ({self.action_space})") from None
 
-    def _split_dict_actions(self, actions: dict) -> list[dict]:
+    def _split_dict_actions(self, actions: dict, method: str = "step_async") -> list[dict]:
         counts = {k: len(v) for k, v in actions.items()}
         if any(c != self.num_envs for c in counts.values()):
-            raise ValueError(f"step_async(): expected {self.num_envs} actions per key (one per env), "
+            raise ValueError(f"{method}(): expected {self.num_envs} actions per key (one per env), "
                              f"received {counts}")
         return [{k: v[i] for k, v in actions.items()} for i in range(self.num_envs)]
+
+
+def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:
+    if isinstance(states, EnvState):
+        hint = ", or sync_states(state) to set one state on every env" if method == "set_states" else ""
+        raise TypeError(f"{method}(): received one state; pass a list of {expected} states ({per}){hint}")
+    try:
+        states = list(states)
+    except TypeError:
+        raise TypeError(f"{method}(): expected a sequence of {expected} states ({per}), "
+                        f"received {type(states).__name__}") from None
+    if len(states) != expected:
+        raise ValueError(f"{method}(): expected {expected} states ({per}), received {len(states)}")
+    return states
+
+
+def _check_dts(dt: Any, num_envs: int) -> list[int]:
+    try:
+        dts = [dt] * num_envs if isinstance(dt, (int, np.integer)) else list(dt)
+    except TypeError:
+        raise ValueError(f"step_batch(): dt must be an int or {num_envs} ints (one per env), "
+                         f"received {dt!r}") from None
+    if len(dts) != num_envs:
+        raise ValueError(f"step_batch(): expected dt as an int or {num_envs} ints (one per env), "
+                         f"received {len(dts)}")
+    for i, value in enumerate(dts):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"step_batch(): dt for env {i} must be an int >= 1, received {value!r}")
+    return [int(value) for value in dts]
+
+
+def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) -> tuple:
+    """Per-env ``(state, reward, terminated, truncated, info)`` into the batched return."""
+    states, rewards, terminateds, truncateds, infos = (list(column) for column in zip(*results))
+    out = (obs, np.asarray(rewards, np.float32), np.asarray(terminateds, np.bool_),
+           np.asarray(truncateds, np.bool_), infos)
+    return (states, *out) if with_states else out

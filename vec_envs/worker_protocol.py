@@ -33,6 +33,9 @@ class Command(enum.IntEnum):
     ENV_IS_WRAPPED = 9
     GET_IMAGES = 10
     CLOSE = 11
+    GET_STATES = 12
+    SET_STATES = 13
+    STEP_BATCH = 14
 
 
 @dataclass
@@ -85,6 +88,9 @@ class SliceServer:
             Command.ENV_IS_WRAPPED: lambda p: self.slice.env_is_wrapped(*p),
             Command.GET_IMAGES: lambda p: self.slice.get_images(),
             Command.CLOSE: self._close,
+            Command.GET_STATES: lambda p: self.slice.get_states(p),
+            Command.SET_STATES: lambda p: self.slice.set_states(*p),
+            Command.STEP_BATCH: self._step_batch,
         }
 
     def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
@@ -136,6 +142,10 @@ class SliceServer:
     def _reset_one(self, payload: tuple) -> tuple:
         k, seed = payload
         return self.slice.reset_one(k, seed), self.slice.reset_infos[k]
+
+    def _step_batch(self, payload: tuple) -> tuple:
+        actions, states, dts, return_states = payload
+        return self.slice.step_batch(actions, states, dts, return_states), self._arrays()
 
     def _close(self, _: Any) -> None:
         if self.slice is not None:
