@@ -5,7 +5,8 @@ import functools
 
 import pytest
 
-from vec_envs import DummyVecEnv, SubprocVecEnv
+from tests import ray_runtime
+from vec_envs import DummyVecEnv, RayVecEnv, SubprocVecEnv
 
 
 def dummy(env_fns, **kwargs):
@@ -14,6 +15,14 @@ def dummy(env_fns, **kwargs):
 
 def subproc(env_fns, **kwargs):
     return SubprocVecEnv(env_fns, **kwargs)
+
+
+def ray(env_fns, **kwargs):
+    ray_runtime.ray_runtime()  # the session's two-node runtime on loopback, started once
+    return RayVecEnv(env_fns, **kwargs)
+
+
+needs_ray = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")
 
 
 #: (factory(env_fns, copy=...) -> VecEnv) with a readable id
@@ -26,4 +35,5 @@ BACKENDS = [
     pytest.param(functools.partial(subproc, in_series="auto", shared_memory=False), id="subproc-pipes"),
     pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc-fork"),
     pytest.param(functools.partial(subproc, in_series=2, context="spawn"), id="subproc-spawn"),
+    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),  # more: test_ray_vec_env.py
 ]

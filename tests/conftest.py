@@ -10,3 +10,13 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(DEFAULT_TIMEOUT_S))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_runtime_stopped_at_end():
+    """Stop the session's Ray runtime (if a test started one) and check nothing of it is left."""
+    yield
+    from tests import ray_runtime
+
+    left = ray_runtime.shutdown()
+    assert not left, f"Ray processes still running after the session: {left}"

@@ -32,6 +32,11 @@ def _poller(conn: Connection) -> Any:
     return poller
 
 
+#: Let a process sharing this CPU run while we poll (a spinning process must not
+#: starve the very process it waits for when cores are oversubscribed).
+_yield = getattr(os, "sched_yield", lambda: None)
+
+
 def _spin(poller: Any, seconds: float) -> bool:
     """Poll without sleeping for up to ``seconds``: a message is seen within ~1 us instead
     of the ~50-100 us a sleeping process takes to wake up. True if one arrived."""
@@ -41,6 +46,7 @@ def _spin(poller: Any, seconds: float) -> bool:
     while time.perf_counter() < end:
         if poller.poll(0):
             return True
+        _yield()
     return False
 
 
@@ -157,6 +163,7 @@ class SubprocWorker(Worker):
             ready = [w for w in workers if w._has_message()]
             if ready or time.perf_counter() >= end:
                 break
+            _yield()
         if ready:
             return ready
         by_handle = {}

@@ -37,10 +37,11 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def resolve_in_series(in_series: int | str, num_envs: int) -> int:
-    """Envs per worker: an int as given, "auto" for about one worker per available CPU."""
+def resolve_in_series(in_series: int | str, num_envs: int, cpus: int | None = None) -> int:
+    """Envs per worker: an int as given, "auto" for about one worker per CPU (``cpus``, by
+    default those available to this process)."""
     if in_series == "auto":
-        return math.ceil(num_envs / min(num_envs, available_cpus()))
+        return math.ceil(num_envs / min(num_envs, cpus or available_cpus()))
     if isinstance(in_series, bool) or not isinstance(in_series, int) or in_series < 1:
         raise ValueError(f"in_series must be a positive int or 'auto', received {in_series!r}")
     return min(in_series, num_envs)
@@ -97,7 +98,7 @@ class WorkerVecEnv(VecEnvBase):
         self._local_index = len(slices) - 1 if self.step_in_parent else None
         self.workers.extend(self._new_worker(w, a, b) for w, (a, b) in enumerate(slices))
         self._worker_of = [w for w, (a, b) in enumerate(slices) for _ in range(a, b)]
-        spaces = self._broadcast(Command.GET_SPACES, "__init__")
+        spaces = self._broadcast(Command.GET_SPACES, "__init__", timeout=self._start_timeout())
         observation_space, action_space = spaces[0]
         for w, (obs_space, act_space) in enumerate(spaces):
             if (obs_space, act_space) != (observation_space, action_space):
@@ -118,6 +119,10 @@ class WorkerVecEnv(VecEnvBase):
     # ------------------------------------------------------------- transport hooks
     def _start_worker(self, index: int, first: int, stop: int) -> Worker:
         raise NotImplementedError
+
+    def _start_timeout(self) -> float | None:
+        """Seconds new workers may take to build their envs and answer (default: ``timeout``)."""
+        return self.timeout
 
     def _make_buffers(self) -> BatchBuffers:
         """The parent's batch buffers (default: local arrays the replies are copied into)."""
@@ -309,7 +314,7 @@ class WorkerVecEnv(VecEnvBase):
         self._replies.pop(w, None)
         self.workers[w] = self._new_worker(w, old.first_index, old.stop)
         self._send(w, Command.GET_SPACES, None)
-        self._results(self._gather([w], self.timeout, "__init__"), "__init__")
+        self._results(self._gather([w], self._start_timeout(), "__init__"), "__init__")
         self._prepare_worker(w)
         self._send(w, Command.RESET, None)
         self._store_reset(w, self._results(self._gather([w], self.timeout, "reset"), "reset")[w])
@@ -357,6 +362,38 @@ class WorkerVecEnv(VecEnvBase):
     def get_images(self) -> list[np.ndarray]:
         self._check_idle("get_images")
         return [img for images in self._broadcast(Command.GET_IMAGES, "render") for img in images]
+
+    # ------------------------------------------------------------ states (planning)
+    def _get_states(self, indices: list[int]) -> list[Any]:
+        return self._env_call(Command.GET_STATES, "get_states", indices, lambda ks: ks)
+
+    def _set_states(self, states: list[Any], indices: list[int]) -> None:
+        """One SET_STATES message per worker, with that worker's states and env numbers."""
+        by_worker: dict[int, tuple[list[Any], list[int]]] = {}
+        for i, state in zip(indices, states):
+            w = self._worker_of[i]
+            batch, ks = by_worker.setdefault(w, ([], []))
+            batch.append(state)
+            ks.append(i - self.workers[w].first_index)
+        for w, payload in by_worker.items():
+            self._send(w, Command.SET_STATES, payload)
+        self._results(self._gather(list(by_worker), self.timeout, "set_states"), "set_states")
+
+    def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
+                    return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
+        """One STEP_BATCH message per worker; a failure raises (no restart: the caller owns the states)."""
+        for worker in self.workers:
+            a, b = worker.first_index, worker.stop
+            self._send(worker.index, Command.STEP_BATCH,
+                       (actions[a:b], None if states is None else states[a:b], dts[a:b], return_states))
+        results = self._results(self._gather(range(len(self.workers)), self.timeout, "step_batch"), "step_batch")
+        outcomes: list[tuple] = []
+        for w in range(len(self.workers)):
+            worker_outcomes, arrays = results[w]
+            if arrays is not None:
+                self._store_arrays(self.workers[w].first_index, arrays)
+            outcomes.extend(worker_outcomes)
+        return self._observations(), outcomes
 
     # ---------------------------------------------------------------------- close
     def close_extras(self) -> None:

@@ -1,0 +1,127 @@
+"""RayWorker: a Ray actor serving one slice of envs, and the actor class it runs.
+
+Imported only when a ``RayVecEnv`` is built (it imports Ray). The actor unpickles the env
+factories and builds its envs itself; the parent sends one ``handle(command, payload)``
+call per command and waits for the replies of all actors with one ``ray.wait``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Sequence
+
+import cloudpickle
+import numpy as np
+import ray
+from ray.exceptions import RayError, RayTaskError
+
+from vec_envs.types import EnvFn
+from vec_envs.worker import Worker, WorkerDied
+from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
+
+__all__ = ["SliceActor", "RayWorker"]
+
+
+class SliceActor:
+    """What runs inside the Ray actor: a ``SliceServer`` over envs built from their factories.
+
+    The factories come as cloudpickle bytes, so that one that cannot be unpickled on this
+    node (its module is not installed there) is reported like any env failure.
+    """
+
+    def __init__(self, pickled_env_fns: bytes, first_index: int) -> None:
+        self.server: SliceServer | None = None
+        self.failure: WorkerFailure | None = None
+        try:
+            env_fns = cloudpickle.loads(pickled_env_fns)
+        except Exception as exc:
+            self.failure = WorkerFailure.from_exception(exc, "__init__")
+        else:
+            self.server = SliceServer(env_fns, first_index)
+
+    def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
+        """One command of the worker protocol; always replies."""
+        if self.server is None:
+            return (True, None) if command == Command.CLOSE else (False, self.failure)
+        return self.server.handle(command, payload)
+
+    def where(self) -> tuple[str, int]:
+        """``(node id, pid)`` of this actor, for diagnostics and tests."""
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+
+_RemoteSliceActor = ray.remote(SliceActor)
+
+
+def writable(value: Any) -> Any:
+    """``value`` with every read-only array (Ray's zero-copy views) replaced by a copy."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.writeable else value.copy()
+    if type(value) is dict:
+        return {k: writable(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(writable(v) for v in value)
+    return value
+
+
+def describe_death(exc: RayError) -> str:
+    """How the actor was lost, in the words of ``WorkerDied.reason`` (Ray's text, shortened)."""
+    text = str(exc)
+    facts = dict(re.findall(r"^\s*(pid|ip): (\S+)\s*$", text, re.MULTILINE))
+    where = f", pid {facts['pid']}" if "pid" in facts else ""
+    where += f" on {facts['ip']}" if "ip" in facts else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()] or [""]
+    detail = " ".join(re.split(r"(?<=\.)\s+", lines[-1])[:2])
+    return f"died ({type(exc).__name__}{where}: {detail})"
+
+
+class RayWorker(Worker):
+    """A Ray actor stepping envs ``first_index:stop`` in series.
+
+    Args:
+        index: the worker's place in the VecEnv.
+        env_fns: the factories of its envs (sent cloudpickled; the actor builds the envs).
+        first_index: global index of its first env; ``stop`` is one past its last.
+        options: ``ActorClass.options(...)`` keywords (num_cpus, resources, scheduling).
+
+    Example:
+        >>> w = RayWorker(0, env_fns, 0, 4, {"num_cpus": 0.5})   # doctest: +SKIP
+        >>> w.send(Command.GET_SPACES, None); RayWorker.wait([w], None); w.recv()
+    """
+
+    def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int,
+                 options: dict[str, Any]) -> None:
+        super().__init__(index, first_index, stop)
+        self.actor: Any = _RemoteSliceActor.options(**options).remote(cloudpickle.dumps(list(env_fns)), first_index)
+        self._ref: ray.ObjectRef | None = None
+        self._command = Command.GET_SPACES
+
+    def send(self, command: Command, payload: Any) -> None:
+        if self.actor is None:
+            raise WorkerDied("was stopped")
+        self._command = command
+        self._ref = self.actor.handle.remote(int(command), payload)
+
+    def recv(self) -> tuple[bool, Any]:
+        ref, self._ref = self._ref, None
+        try:
+            return writable(ray.get(ref))
+        except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
+            summary = str(exc).strip().splitlines()[-1]
+            return False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str)
+        except RayError as exc:  # the actor process, its node or the object is gone
+            raise WorkerDied(describe_death(exc)) from exc
+
+    @classmethod
+    def wait(cls, workers: Sequence["RayWorker"], timeout: float | None) -> list["RayWorker"]:
+        by_ref = {w._ref: w for w in workers}
+        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
+        return [by_ref[ref] for ref in ready]
+
+    def shutdown(self, timeout: float) -> None:
+        self.kill()  # CLOSE was answered: the envs are closed, the actor has nothing left to do
+
+    def kill(self) -> None:
+        actor, self.actor = self.actor, None
+        if actor is not None and ray.is_initialized():
+            ray.kill(actor, no_restart=True)
