@@ -201,12 +201,23 @@ def test_create_step_close_cycles_leak_nothing():
         venv.close()
 
     cycle(False)  # the forkserver process starts once and stays
-    before = (me.num_fds(), len(me.children(recursive=True)), shm_entries())
+    before = (open_fds(), len(me.children(recursive=True)), shm_entries())
     for i in range(20):
         cycle(crash=i % 4 == 0)
     time.sleep(0.2)
-    after = (me.num_fds(), len(me.children(recursive=True)), shm_entries())
-    assert after[0] <= before[0] and after[1] == before[1] and after[2] <= before[2]
+    after = (open_fds(), len(me.children(recursive=True)), shm_entries())
+    assert set(after[0].items()) <= set(before[0].items()), f"new fds: {set(after[0].items()) - set(before[0].items())}"
+    assert after[1] == before[1] and after[2] <= before[2]
+
+
+def open_fds():
+    fds = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass  # the descriptor listdir itself used
+    return fds
 
 
 class UnpicklableInfoEnv(SeededEnv):

@@ -1,6 +1,7 @@
 """SubprocWorker: a worker process talking over a pipe, and the loop it runs."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import pickle
@@ -11,7 +12,7 @@ import threading
 import time
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import recv_handle, send_handle
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.worker import Worker, WorkerDied
@@ -76,6 +77,8 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
                 spin_s: float = 0.0) -> None:
     """Serve commands until CLOSE, or until the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since start()
     parent = os.getppid()
     if use_pdeathsig:
         _die_with_parent()
@@ -97,6 +100,20 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     finally:
         server.close_quietly()
         conn.close()
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread; children started meanwhile (and a forkserver started
+    meanwhile, hence its children) inherit the block until ``worker_main`` ignores it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _describe_exit(code: int | None) -> str:
@@ -129,7 +146,8 @@ class SubprocWorker(Worker):
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
             args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin_s),
         )
-        self.process.start()
+        with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
+            self.process.start()
         child_conn.close()
 
     def send(self, command: Command, payload: Any) -> None:

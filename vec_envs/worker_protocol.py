@@ -74,7 +74,7 @@ class SliceServer:
         self._actions: Any = None
         try:
             self.slice = EnvSlice(env_fns, first_index)
-        except BaseException as exc:  # reported on the first command: the worker must not die
+        except Exception as exc:  # reported on the first command: the worker must not die
             self.startup_failure = WorkerFailure.from_exception(exc, "__init__")
         self._handlers: dict[Command, Callable[[Any], Any]] = {
             Command.GET_SPACES: self._get_spaces,

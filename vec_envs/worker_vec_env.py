@@ -412,7 +412,7 @@ class WorkerVecEnv(VecEnvBase):
         finally:
             for worker in self.workers:
                 worker.shutdown(CLOSE_TIMEOUT_S)
-            self.buffers = None  # drop our views so shared memory can be unmapped now
+            self.buffers = self._shared_actions = None  # drop our views: shared memory is unmapped now
             self._finalizer()
         if failure is not None:
             raise failure

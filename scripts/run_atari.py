@@ -1,0 +1,276 @@
+"""Run Atari end to end: preprocessed envs on a backend, a policy, live progress, a summary.
+
+The envs are ``wrappers.atari.make_atari_env`` (DeepMind preprocessing, 84x84 gray,
+frame skip 4) with ``VecFrameStack`` on top. The policy is random unless ``--policy``
+names your own ``callable(obs) -> actions``. Scores are real game scores (unclipped,
+all lives of a game).
+
+    python scripts/run_atari.py                               # Breakout, 8 envs, subproc
+    python scripts/run_atari.py --env-id Pong --backend dummy --steps 10000
+    python scripts/run_atari.py --render                      # live tiled window of all envs
+    python scripts/run_atari.py --video videos/               # MP4 clips
+    python scripts/run_atari.py --policy my_agent:act         # my_agent.py in the current dir
+
+Exit codes: 0 done, 2 bad arguments (one line on stderr), 130 interrupted (Ctrl-C; the
+summary so far is printed and the workers and video files are closed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+import vec_envs
+from vec_envs import VecEnvBase
+from vec_envs.errors import VecEnvError
+from vec_envs.opencv_viewer import check_display
+from wrappers import VecFrameStack, VecVideoRecorder
+from wrappers.atari import make_atari_env, resolve_atari_id
+
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+BACKENDS = ("dummy", "subproc", "ray")
+Policy = Callable[[np.ndarray], Any]
+
+
+class UsageError(Exception):
+    """A bad argument or setup problem: one line on stderr, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line on stderr (no usage block)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows "(default: ...)" for options that have a value by default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive int, received {text!r}")
+    return value
+
+
+def in_series_arg(text: str) -> int | str:
+    return "auto" if text == "auto" else positive_int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="run_atari.py", description=__doc__.split("\n\n")[0],
+                      formatter_class=DefaultsFormatter)
+    p.add_argument("--env-id", default="Breakout",
+                   help="game: 'Breakout', 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
+    p.add_argument("--num-envs", type=positive_int, default=8, help="envs stepped as one batch")
+    p.add_argument("--backend", choices=BACKENDS, default="subproc",
+                   help="dummy: all envs in this process; subproc: worker processes; ray: Ray actors")
+    p.add_argument("--in-series", type=in_series_arg, default="auto",
+                   help="envs per worker for subproc / ray: an int or 'auto'")
+    p.add_argument("--steps", type=positive_int, default=24_000,
+                   help="env steps in total, over all envs; one step is 4 emulator frames")
+    p.add_argument("--frame-stack", type=positive_int, default=4,
+                   help="observations stacked by VecFrameStack; 1 = no stacking")
+    p.add_argument("--seed", type=int, default=0, help="env i gets seed + i; also seeds the random policy")
+    p.add_argument("--sticky-actions", type=float, default=0.0, metavar="PROB",
+                   help="repeat_action_probability of the emulator; 0.25 as in ALE v5")
+    p.add_argument("--render", action="store_true",
+                   help="show all envs tiled in one live window (needs a display)")
+    p.add_argument("--video", metavar="DIR", help="record MP4 clips of all envs (tiled) into DIR")
+    p.add_argument("--video-length", type=positive_int, default=200, help="batch steps per clip")
+    p.add_argument("--video-interval", type=positive_int, default=1000,
+                   help="a clip starts every this many batch steps, the first at step 0")
+    p.add_argument("--monitor-dir", metavar="DIR",
+                   help="write one SB3-format monitor CSV per env (DIR/<i>.monitor.csv)")
+    p.add_argument("--policy", metavar="MODULE:CALLABLE",
+                   help="your policy: callable(obs) -> one action per env; MODULE is imported from the "
+                        "current directory or sys.path (default: uniform random actions)")
+    return p
+
+
+# ------------------------------------------------------------------ checks
+def check_writable_dir(path: str, option: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path!r} is not a writable directory ({exc.strerror or exc})") from None
+
+
+def load_policy(spec: str) -> Policy:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--policy expects MODULE:CALLABLE (e.g. my_agent:act), received {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"--policy: cannot import module {module_name!r}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    policy = getattr(module, attr, None)
+    if not callable(policy):
+        raise UsageError(f"--policy: {module_name} has no callable {attr!r}")
+    return policy
+
+
+def backend_class(name: str) -> type[VecEnvBase]:
+    cls_name = {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv", "ray": "RayVecEnv"}[name]
+    cls = getattr(vec_envs, cls_name, None)
+    if cls is None:
+        raise UsageError(f"--backend {name}: this version of vec_envs has no {cls_name}; "
+                         f"use --backend dummy or subproc")
+    return cls
+
+
+def check_args(args: argparse.Namespace) -> str:
+    """Everything that can be checked before building envs; returns the resolved env id."""
+    if not 0.0 <= args.sticky_actions <= 1.0:
+        raise UsageError(f"--sticky-actions must be in [0, 1], received {args.sticky_actions}")
+    try:
+        env_id = resolve_atari_id(args.env_id)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"--env-id: {exc}") from None
+    backend_class(args.backend)
+    if args.render:
+        try:
+            check_display()
+        except VecEnvError as exc:
+            reason = str(exc).split(". Use ")[0]
+            raise UsageError(f"--render: {reason}; run under a virtual display (xvfb-run -a python "
+                             f"scripts/run_atari.py --render) or record with --video DIR instead") from None
+    if args.video is not None:
+        try:
+            import imageio  # noqa: F401
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            raise UsageError('--video needs imageio and imageio-ffmpeg: pip install -e ".[video]"') from None
+        check_writable_dir(args.video, "--video")
+    if args.monitor_dir is not None:
+        check_writable_dir(args.monitor_dir, "--monitor-dir")
+    return env_id
+
+
+# ------------------------------------------------------------------ envs
+def make_venv(args: argparse.Namespace, env_id: str) -> VecEnvBase:
+    env_kwargs: dict[str, Any] = {"repeat_action_probability": args.sticky_actions}
+    if args.render or args.video:
+        env_kwargs["render_mode"] = "rgb_array"
+    vec_env_kwargs = {} if args.backend == "dummy" else {"in_series": args.in_series}
+    try:
+        venv = make_atari_env(env_id, args.num_envs, seed=args.seed, vec_env_cls=backend_class(args.backend),
+                              vec_env_kwargs=vec_env_kwargs, env_kwargs=env_kwargs,
+                              monitor_dir=args.monitor_dir)
+    except ImportError as exc:  # e.g. RayVecEnv without ray installed
+        raise UsageError(f"--backend {args.backend}: {exc}") from None
+    if args.frame_stack > 1:
+        venv = VecFrameStack(venv, n_stack=args.frame_stack)
+    if args.video:
+        interval = args.video_interval
+        venv = VecVideoRecorder(venv, args.video, record_video_trigger=lambda step: step % interval == 0,
+                                video_length=args.video_length, name_prefix=env_id.replace("/", "-"))
+    return venv
+
+
+def random_policy(venv: VecEnvBase, seed: int) -> Policy:
+    rng = np.random.default_rng(seed)
+    n_actions, num_envs = int(venv.action_space.n), venv.num_envs
+    return lambda obs: rng.integers(0, n_actions, size=num_envs)
+
+
+# ------------------------------------------------------------------ the run
+@dataclass
+class Stats:
+    """What the run did so far."""
+
+    steps: int = 0
+    scores: list[float] = field(default_factory=list)
+    t_start: float = field(default_factory=time.perf_counter)
+    t_end: float | None = None
+
+    def wall(self) -> float:
+        return (self.t_end or time.perf_counter()) - self.t_start
+
+    def summary(self) -> str:
+        wall = self.wall()
+        line = (f"steps {self.steps} | wall time {wall:.1f} s | {self.steps / max(wall, 1e-9):.0f} steps/s"
+                f" | episodes {len(self.scores)}")
+        if self.scores:
+            line += (f" | score mean {statistics.fmean(self.scores):.2f} median "
+                     f"{statistics.median(self.scores):g} max {max(self.scores):g}")
+        return line
+
+
+def run(venv: VecEnvBase, policy: Policy, args: argparse.Namespace, stats: Stats) -> None:
+    obs = venv.reset()
+    with tqdm(total=args.steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=0.5,
+              smoothing=0.1) as bar:
+        while stats.steps < args.steps:
+            obs, _, _, infos = venv.step(policy(obs))
+            stats.steps += venv.num_envs
+            bar.update(venv.num_envs)
+            finished = [info["episode"]["r"] for info in infos if "episode" in info]
+            if finished:
+                stats.scores.extend(finished)
+                mean_score = f"{statistics.fmean(stats.scores):.1f}"
+                bar.set_postfix(episodes=len(stats.scores), mean_score=mean_score, refresh=False)
+            if args.render:
+                venv.render(mode="human")
+
+
+def close_quietly(venv: VecEnvBase | None) -> None:
+    if venv is None:
+        return
+    try:
+        venv.close()
+    except Exception as exc:  # report, but still print the summary
+        print(f"run_atari.py: warning: closing the envs failed: {exc}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    venv = None
+    stats = Stats()
+    interrupted = False
+    try:
+        env_id = check_args(args)
+        policy = load_policy(args.policy) if args.policy else None
+        t_build = time.perf_counter()
+        venv = make_venv(args, env_id)
+        print(f"{env_id}: {args.num_envs} envs on {args.backend}, obs {venv.observation_space.shape}, "
+              f"{args.steps} steps (envs ready in {time.perf_counter() - t_build:.1f} s)", flush=True)
+        stats = Stats()
+        run(venv, policy or random_policy(venv, args.seed), args, stats)
+    except UsageError as exc:
+        print(f"run_atari.py: error: {exc}", file=sys.stderr)
+        close_quietly(venv)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        interrupted = True
+    stats.t_end = time.perf_counter()
+    close_quietly(venv)
+    print(("interrupted: " if interrupted else "summary: ") + stats.summary(), flush=True)
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

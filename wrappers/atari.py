@@ -1,0 +1,479 @@
+"""The DeepMind Atari preprocessing as gymnasium wrappers, and ``make_atari_env``.
+
+The chain ``make_atari_env`` builds for every env, innermost first::
+
+    ALE (frameskip=1) -> EpisodeMonitor -> NoopResetEnv -> MaxAndSkipEnv
+        -> EpisodicLifeEnv -> FireResetEnv -> WarpFrame -> ClipRewardEnv
+
+``EpisodeMonitor`` sits right on the emulator, so ``info["episode"]`` reports the real
+game score (before reward clipping) and appears once per real game over, not at every
+lost life. Frame stacking is left to ``wrappers.VecFrameStack``.
+
+Nothing here runs at import: ``ale_py`` (which registers the Atari ids) and OpenCV are
+imported where used, so a spawned worker that unpickles an env factory still works.
+"""
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+import importlib
+import inspect
+import json
+import os
+import time
+from typing import Any, Callable, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from vec_envs.vec_env_base import VecEnvBase
+from wrappers.vec_monitor import monitor_path
+
+__all__ = [
+    "NoopResetEnv",
+    "FireResetEnv",
+    "EpisodicLifeEnv",
+    "MaxAndSkipEnv",
+    "WarpFrame",
+    "ClipRewardEnv",
+    "EpisodeMonitor",
+    "resolve_atari_id",
+    "make_atari",
+    "wrap_deepmind",
+    "make_atari_env",
+]
+
+ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
+NO_ALE = "Atari envs need ale-py (the ROMs ship inside it): pip install -e \".[atari]\""
+UNKNOWN_ID = ("unknown Atari env id {env_id!r}{hint}; expected a game name such as {examples}, "
+              "or a full id such as 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
+NOT_ATARI = "env id {env_id!r} is registered, but not as an Atari (ale_py) env"
+
+StepReturn = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
+ResetReturn = tuple[Any, dict[str, Any]]
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, received {value!r}")
+
+
+def _action_meanings(env: gym.Env) -> list[str]:
+    getter = getattr(env.unwrapped, "get_action_meanings", None)
+    if getter is None:
+        raise TypeError(f"{type(env.unwrapped).__name__} has no get_action_meanings(): "
+                        "the Atari wrappers need an ALE env (make_atari)")
+    return list(getter())
+
+
+def _lives(env: gym.Env) -> int:
+    return int(env.unwrapped.ale.lives())
+
+
+# ------------------------------------------------------------------ wrappers
+class NoopResetEnv(gym.Wrapper):
+    """On reset, take a random number (1..``noop_max``) of no-op actions.
+
+    The count is drawn from the env's own ``np_random``, so it follows the reset seed.
+
+    Args:
+        env: an ALE env whose action 0 is NOOP.
+        noop_max: the largest number of no-ops (>= 1).
+
+    Example:
+        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)   # doctest: +SKIP
+        >>> obs, info = env.reset(seed=0)     # the game has run 1..30 frames of NOOP
+    """
+
+    def __init__(self, env: gym.Env, noop_max: int = 30) -> None:
+        super().__init__(env)
+        _check_int("NoopResetEnv: noop_max", noop_max, 1)
+        if _action_meanings(env)[0] != "NOOP":
+            raise ValueError(f"NoopResetEnv: action 0 of {env.spec.id if env.spec else env} is "
+                             f"{_action_meanings(env)[0]!r}, expected 'NOOP'")
+        self.noop_max = int(noop_max)
+        self.noop_action = 0
+
+    def reset(self, **kwargs: Any) -> ResetReturn:
+        obs, info = self.env.reset(**kwargs)
+        noops = int(self.unwrapped.np_random.integers(1, self.noop_max + 1))
+        for _ in range(noops):
+            obs, _, terminated, truncated, info = self.env.step(self.noop_action)
+            if terminated or truncated:
+                obs, info = self.env.reset()
+        return obs, info
+
+
+class FireResetEnv(gym.Wrapper):
+    """On reset, press FIRE (then action 2), for games that wait for it (Breakout).
+
+    Example:
+        >>> env = FireResetEnv(make_atari("Breakout"))   # doctest: +SKIP
+        >>> obs, info = env.reset()                     # the ball is already in play
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        meanings = _action_meanings(env)
+        if len(meanings) < 3 or meanings[1] != "FIRE":
+            raise ValueError(f"FireResetEnv: the game needs action 1 = 'FIRE' and at least 3 "
+                             f"actions, its actions are {meanings}")
+
+    def reset(self, **kwargs: Any) -> ResetReturn:
+        obs, info = self.env.reset(**kwargs)
+        for action in (1, 2):
+            obs, _, terminated, truncated, _ = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset()
+        return obs, info
+
+
+class EpisodicLifeEnv(gym.Wrapper):
+    """A lost life ends the episode (``terminated=True``) but not the game.
+
+    The following ``reset()`` only takes a NOOP step and play goes on; the game is
+    reset for real after a real game over, or when ``reset`` is called with a seed
+    or at any other time.
+
+    Example:
+        >>> env = EpisodicLifeEnv(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env.reset(); ...; env.step(0)   # -> terminated=True when a life is lost
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives = 0
+        self.was_real_done = True
+        self._lost_life = False
+
+    def step(self, action: Any) -> StepReturn:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.was_real_done = terminated or truncated
+        lives = _lives(self.env)
+        self._lost_life = not self.was_real_done and 0 < lives < self.lives
+        self.lives = lives
+        return obs, reward, terminated or self._lost_life, truncated, info
+
+    def reset(self, **kwargs: Any) -> ResetReturn:
+        if self._lost_life and kwargs.get("seed") is None:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        else:
+            obs, info = self.env.reset(**kwargs)
+        self._lost_life = False
+        self.lives = _lives(self.env)
+        return obs, info
+
+
+class MaxAndSkipEnv(gym.Wrapper):
+    """Repeat the action ``skip`` times; the observation is the pixel-wise max of the
+    last two raw frames (Atari sprites flicker), the reward the sum.
+
+    If the episode ends early, the max is over the last two frames actually seen
+    (a single frame if only one was).
+
+    Example:
+        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)   # doctest: +SKIP
+        >>> obs, reward, terminated, truncated, info = env.step(1)   # 4 emulator frames
+    """
+
+    def __init__(self, env: gym.Env, skip: int = 4) -> None:
+        super().__init__(env)
+        _check_int("MaxAndSkipEnv: skip", skip, 1)
+        self.skip = int(skip)
+
+    def step(self, action: Any) -> StepReturn:
+        total_reward = 0.0
+        frame = before = None
+        for _ in range(self.skip):
+            before = frame
+            frame, reward, terminated, truncated, info = self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        obs = frame if before is None else np.maximum(before, frame)
+        return obs, total_reward, terminated, truncated, info
+
+
+class WarpFrame(gym.ObservationWrapper):
+    """Resize frames to ``height x width`` with OpenCV (INTER_AREA), grayscale by default.
+
+    The channel axis is kept: observations are ``(height, width, 1)`` uint8 in grayscale,
+    ``(height, width, 3)`` in color.
+
+    Example:
+        >>> env = WarpFrame(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env.observation_space
+        Box(0, 255, (84, 84, 1), uint8)
+    """
+
+    def __init__(self, env: gym.Env, width: int = 84, height: int = 84, grayscale: bool = True) -> None:
+        super().__init__(env)
+        _check_int("WarpFrame: width", width, 1)
+        _check_int("WarpFrame: height", height, 1)
+        shape = env.observation_space.shape
+        if not isinstance(env.observation_space, spaces.Box) or len(shape) != 3 or shape[2] != 3:
+            raise ValueError(f"WarpFrame: expected RGB frames of shape (H, W, 3), the env's "
+                             f"observation space is {env.observation_space}")
+        self.width, self.height, self.grayscale = int(width), int(height), bool(grayscale)
+        channels = 1 if self.grayscale else 3
+        self.observation_space = spaces.Box(0, 255, (self.height, self.width, channels), np.uint8)
+        import cv2
+
+        self._cv2 = cv2
+
+    def observation(self, frame: np.ndarray) -> np.ndarray:
+        cv2 = self._cv2
+        if self.grayscale:
+            frame = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        frame = cv2.resize(frame, (self.width, self.height), interpolation=cv2.INTER_AREA)
+        return frame[:, :, None] if self.grayscale else frame
+
+
+class ClipRewardEnv(gym.RewardWrapper):
+    """Rewards become their sign: -1.0, 0.0 or +1.0.
+
+    Example:
+        >>> env = ClipRewardEnv(make_atari("Pong"))   # doctest: +SKIP
+    """
+
+    def reward(self, reward: SupportsFloat) -> float:
+        return float(np.sign(float(reward)))
+
+
+class EpisodeMonitor(gym.Wrapper):
+    """Episode statistics: at the end of an episode ``info["episode"] = {"r", "l", "t"}``
+    (return, length, seconds since the monitor started), as Stable-Baselines3's Monitor.
+
+    With ``filename``, each episode is also a row of a CSV in SB3's ``monitor.csv`` format
+    (a ``#{"t_start": ..., "env_id": ...}`` line, then ``r,l,t``). ``make_atari_env``
+    puts it right on the emulator: ``r`` is the real game score, ``l`` counts emulator
+    frames.
+
+    Example:
+        >>> env = EpisodeMonitor(make_atari("Pong"), "runs/0.monitor.csv")   # doctest: +SKIP
+    """
+
+    def __init__(self, env: gym.Env, filename: str | None = None) -> None:
+        super().__init__(env)
+        self.t_start = time.time()
+        self.episode_returns: list[float] = []
+        self.episode_lengths: list[int] = []
+        self._return, self._length = 0.0, 0
+        self._file: Any = None
+        self._writer: Any = None
+        if filename is not None:
+            self._open(filename)
+
+    def _open(self, filename: str) -> None:
+        self._file = open(monitor_path(filename), "w", newline="\n", encoding="utf-8")
+        env_id = self.env.spec.id if self.env.spec is not None else None
+        self._file.write(f"#{json.dumps({'t_start': self.t_start, 'env_id': env_id})}\n")
+        self._writer = csv.DictWriter(self._file, fieldnames=("r", "l", "t"))
+        self._writer.writeheader()
+        self._file.flush()
+
+    def reset(self, **kwargs: Any) -> ResetReturn:
+        self._return, self._length = 0.0, 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> StepReturn:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._return += float(reward)
+        self._length += 1
+        if terminated or truncated:
+            info = dict(info, episode=self._end_episode())
+        return obs, reward, terminated, truncated, info
+
+    def _end_episode(self) -> dict[str, Any]:
+        episode = {"r": round(self._return, 6), "l": self._length, "t": round(time.time() - self.t_start, 6)}
+        self.episode_returns.append(self._return)
+        self.episode_lengths.append(self._length)
+        if self._writer is not None:
+            self._writer.writerow(episode)
+            self._file.flush()
+        return dict(episode)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = self._writer = None
+        super().close()
+
+
+# ------------------------------------------------------------------ building
+def _import_ale() -> None:
+    try:
+        importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
+    except ImportError as exc:
+        raise ImportError(NO_ALE) from exc
+
+
+def _atari_games() -> dict[str, str]:
+    """lower-case game name -> its ``ALE/<Game>-v5`` id."""
+    return {env_id[4:-3].lower(): env_id for env_id in gym.registry
+            if env_id.startswith("ALE/") and env_id.endswith("-v5")}
+
+
+def resolve_atari_id(env_id: str) -> str:
+    """The registered ALE id for ``env_id``: a game name (``"Breakout"``, any case) becomes
+    ``"ALE/Breakout-v5"``; registered ids (``"BreakoutNoFrameskip-v4"``) are kept.
+
+    Raises:
+        ValueError: ``env_id`` names no Atari game (the message lists a few that exist).
+
+    Example:
+        >>> resolve_atari_id("pong")   # doctest: +SKIP
+        'ALE/Pong-v5'
+    """
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a str such as 'Breakout', received {type(env_id).__name__}")
+    _import_ale()
+    if env_id in gym.registry:
+        if gym.registry[env_id].entry_point != ALE_ENTRY_POINT:
+            raise ValueError(NOT_ATARI.format(env_id=env_id))
+        return env_id
+    games = _atari_games()
+    if env_id.lower() in games:
+        return games[env_id.lower()]
+    close = difflib.get_close_matches(env_id.lower(), list(games), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(games[g][4:-3]) for g in close)}?)" if close else ""
+    examples = ", ".join(repr(games[g][4:-3]) for g in ("breakout", "pong", "spaceinvaders", "seaquest")
+                         if g in games)
+    raise ValueError(UNKNOWN_ID.format(env_id=env_id, hint=hint, examples=examples))
+
+
+def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode: str | None = None,
+               full_action_space: bool = False, **ale_kwargs: Any) -> gym.Env:
+    """An ALE env with ``frameskip=1`` (frame skipping is ``MaxAndSkipEnv``'s job).
+
+    Args:
+        env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
+        repeat_action_probability: sticky actions: the chance the emulator repeats the
+            previous action instead of the new one, per frame. 0.0 (the DeepMind setting)
+            by default; 0.25 is the ALE v5 / Machado et al. (2018) setting.
+        render_mode: None or ``"rgb_array"`` (needed by ``render`` and video recording).
+        full_action_space: all 18 actions instead of the game's minimal set.
+        **ale_kwargs: other ``ale_py.env.AtariEnv`` arguments (``mode``, ``difficulty``, ...).
+
+    Example:
+        >>> env = make_atari("Breakout", repeat_action_probability=0.25)   # doctest: +SKIP
+    """
+    if "frameskip" in ale_kwargs:
+        raise ValueError("make_atari: frameskip is fixed at 1; pass frame_skip to wrap_deepmind instead")
+    if not 0.0 <= float(repeat_action_probability) <= 1.0:
+        raise ValueError(f"make_atari: repeat_action_probability must be in [0, 1], "
+                         f"received {repeat_action_probability!r}")
+    return gym.make(resolve_atari_id(env_id), frameskip=1,
+                    repeat_action_probability=float(repeat_action_probability),
+                    full_action_space=full_action_space, render_mode=render_mode, **ale_kwargs)
+
+
+def wrap_deepmind(env: gym.Env, noop_max: int = 30, frame_skip: int = 4, episode_life: bool = True,
+                  fire_reset: bool | None = None, warp_frame: bool = True, screen_size: int = 84,
+                  grayscale: bool = True, clip_rewards: bool = True) -> gym.Env:
+    """The DeepMind preprocessing (Mnih et al. 2015) around a ``make_atari`` env.
+
+    Args:
+        env: an ALE env with ``frameskip=1``.
+        noop_max: up to this many no-ops at reset (0: none).
+        frame_skip: frames per agent step, max-pooled over the last two (1: no skipping).
+        episode_life: a lost life ends the episode (not the game).
+        fire_reset: press FIRE at reset; None = when the game has a FIRE action.
+        warp_frame: resize to ``screen_size`` squared (grayscale unless ``grayscale=False``).
+        screen_size: side of the warped frame.
+        grayscale: warp to one gray channel (84, 84, 1) rather than RGB (84, 84, 3).
+        clip_rewards: rewards become their sign.
+
+    Example:
+        >>> env = wrap_deepmind(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env.observation_space.shape
+        (84, 84, 1)
+    """
+    _check_int("wrap_deepmind: noop_max", noop_max, 0)
+    _check_int("wrap_deepmind: frame_skip", frame_skip, 1)
+    if noop_max > 0:
+        env = NoopResetEnv(env, noop_max=noop_max)
+    if frame_skip > 1:
+        env = MaxAndSkipEnv(env, skip=frame_skip)
+    if episode_life:
+        env = EpisodicLifeEnv(env)
+    if fire_reset is None:
+        fire_reset = "FIRE" in _action_meanings(env)
+    if fire_reset:
+        env = FireResetEnv(env)
+    if warp_frame:
+        env = WarpFrame(env, width=screen_size, height=screen_size, grayscale=grayscale)
+    if clip_rewards:
+        env = ClipRewardEnv(env)
+    return env
+
+
+def _build_atari_env(env_id: str, env_kwargs: dict[str, Any], wrapper_kwargs: dict[str, Any],
+                     monitor_file: str | None) -> gym.Env:
+    """One env of ``make_atari_env`` (module level: picklable by reference for any
+    worker start method; ``make_atari`` imports ale_py in the worker itself)."""
+    env = make_atari(env_id, **env_kwargs)
+    env = EpisodeMonitor(env, monitor_file)
+    return wrap_deepmind(env, **wrapper_kwargs)
+
+
+def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> None:
+    try:
+        inspect.signature(fn).bind(None, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"make_atari_env: {what} {sorted(kwargs)} do not fit {fn.__name__}(): "
+                        f"{exc}") from None
+
+
+def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
+                   vec_env_cls: type[VecEnvBase] | None = None,
+                   vec_env_kwargs: dict[str, Any] | None = None,
+                   wrapper_kwargs: dict[str, Any] | None = None,
+                   env_kwargs: dict[str, Any] | None = None,
+                   monitor_dir: str | None = None) -> VecEnvBase:
+    """``num_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
+    ``VecFrameStack``).
+
+    Every env reports ``infos[i]["episode"] = {"r", "l", "t"}`` at a real game over, with
+    ``r`` the real game score (unclipped, summed over all lives).
+
+    Args:
+        env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
+        num_envs: number of envs.
+        seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
+        vec_env_cls: the backend; default ``SubprocVecEnv``.
+        vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
+        wrapper_kwargs: keyword arguments of ``wrap_deepmind``.
+        env_kwargs: keyword arguments of ``make_atari`` (``render_mode``,
+            ``repeat_action_probability``, ...).
+        monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
+
+    Example:
+        >>> venv = VecFrameStack(make_atari_env("Breakout", 8, seed=0), n_stack=4)   # doctest: +SKIP
+        >>> venv.reset().shape
+        (8, 84, 84, 4)
+    """
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")
+    resolved_id = resolve_atari_id(env_id)
+    env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
+    _check_kwargs(make_atari, env_kwargs, "env_kwargs")
+    _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
+    if monitor_dir is not None:
+        os.makedirs(monitor_dir, exist_ok=True)
+    if vec_env_cls is None:
+        from vec_envs import SubprocVecEnv
+
+        vec_env_cls = SubprocVecEnv
+    monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
+                     for i in range(int(num_envs))]
+    env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
+               for monitor_file in monitor_files]
+    venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))
+    if seed is not None:
+        venv.seed(seed)
+    return venv
