@@ -7,7 +7,7 @@ from typing import Sequence
 from vec_envs.batching import BatchBuffers, is_fixed_size
 from vec_envs.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.shared_memory import SharedBuffers
-from vec_envs.subproc_worker import SPIN_S, SubprocWorker
+from vec_envs.subproc_worker import SubprocWorker
 from vec_envs.types import EnvFn
 from vec_envs.worker_protocol import Command
 from vec_envs.worker_vec_env import WorkerVecEnv, available_cpus, resolve_in_series
@@ -45,9 +45,10 @@ class SubprocVecEnv(WorkerVecEnv):
             ``in_series="auto"`` without a timeout (an env stepped in the parent cannot be
             interrupted by one).
 
-    While there are no more processes than CPUs, each side polls briefly (200 us) for
-    the other's message before sleeping, which cuts the ~100 us wake-up of a pipe round
-    trip; with more processes than CPUs nobody spins.
+    While there are no more processes than CPUs, each side polls for the other's message
+    a little longer than it usually waits (0.2-2 ms) before sleeping, which saves the
+    ~100 us wake-up of a sleeping process; with more processes than CPUs nobody spins
+    (see ``spin_wait.py``).
 
     Example:
         >>> venv = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 64)   # doctest: +SKIP
@@ -71,13 +72,13 @@ class SubprocVecEnv(WorkerVecEnv):
         if step_in_parent is None:
             step_in_parent = in_series == "auto" and timeout is None and resolve_in_series("auto", len(env_fns)) < len(env_fns)
         processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) + (not step_in_parent)
-        self._spin_s = SPIN_S if processes <= available_cpus() else 0.0
+        self._spin = processes <= available_cpus()
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
                          max_restarts=max_restarts, step_in_parent=step_in_parent)
 
     def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
         with clear_mpi_env_vars():
-            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop, self._spin_s)
+            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop, self._spin)
 
     def _make_buffers(self) -> BatchBuffers:
         if not (self.shared_memory and is_fixed_size(self.observation_space)):

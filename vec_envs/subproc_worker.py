@@ -15,13 +15,13 @@ from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any, Iterator, Sequence
 
 from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
+from vec_envs.spin_wait import Spin, spin_until
 from vec_envs.worker import Worker, WorkerDied
 from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
 
 __all__ = ["SubprocWorker", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
-SPIN_S = 200e-6  # how long each side polls for the other's next message before sleeping
 
 
 def _poller(conn: Connection) -> Any:
@@ -33,22 +33,15 @@ def _poller(conn: Connection) -> Any:
     return poller
 
 
-#: Let a process sharing this CPU run while we poll (a spinning process must not
-#: starve the very process it waits for when cores are oversubscribed).
-_yield = getattr(os, "sched_yield", lambda: None)
-
-
-def _spin(poller: Any, seconds: float) -> bool:
-    """Poll without sleeping for up to ``seconds``: a message is seen within ~1 us instead
-    of the ~50-100 us a sleeping process takes to wake up. True if one arrived."""
-    if poller is None or seconds <= 0:
-        return False
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        if poller.poll(0):
-            return True
-        _yield()
-    return False
+def _wait_for_command(conn: Connection, poller: Any, spin: Spin, parent: int) -> bool:
+    """Spin, then sleep, until a command comes; False if the parent is gone meanwhile."""
+    start = time.perf_counter()
+    if poller is None or not spin_until(lambda: poller.poll(0), spin.budget()):
+        while not conn.poll(PARENT_CHECK_S):
+            if os.getppid() != parent:
+                return False
+    spin.record(time.perf_counter() - start)
+    return True
 
 
 def _die_with_parent() -> None:
@@ -74,7 +67,7 @@ def _reply(conn: Connection, reply: tuple[bool, Any], command: int) -> None:
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin_s: float = 0.0) -> None:
+                spin: bool = False) -> None:
     """Serve commands until CLOSE, or until the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if hasattr(signal, "pthread_sigmask"):
@@ -83,12 +76,9 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     if use_pdeathsig:
         _die_with_parent()
     server = SliceServer(env_fns.x, first_index)
-    poller = _poller(conn)
+    poller, spinner = _poller(conn), Spin(spin)
     try:
-        while True:
-            while not _spin(poller, spin_s) and not conn.poll(PARENT_CHECK_S):
-                if os.getppid() != parent:
-                    return
+        while _wait_for_command(conn, poller, spinner, parent):
             command, payload = conn.recv()
             if command == Command.ATTACH_SHARED:
                 payload = (*payload, recv_handle(conn))
@@ -136,15 +126,15 @@ class SubprocWorker(Worker):
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
-                 first_index: int, stop: int, spin_s: float = 0.0) -> None:
+                 first_index: int, stop: int, spin: bool = False) -> None:
         super().__init__(index, first_index, stop)
-        self.spin_s = spin_s
+        self.spin = Spin(spin)
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
         self.process = ctx.Process(
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
-            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin_s),
+            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()
@@ -156,17 +146,17 @@ class SubprocWorker(Worker):
         try:
             if command == Command.ATTACH_SHARED:
                 *rest, fd = payload
-                self.conn.send((command, tuple(rest)))
+                self.conn.send((int(command), tuple(rest)))
                 send_handle(self.conn, fd, self.process.pid)
             else:
-                self.conn.send((command, payload))
+                self.conn.send((int(command), payload))  # a plain int pickles faster than the enum
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
             raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> tuple[bool, Any]:
         try:
-            if self.conn.poll():
+            if self._has_message():
                 return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             pass
@@ -175,20 +165,22 @@ class SubprocWorker(Worker):
 
     @classmethod
     def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:
-        spin_s = min(w.spin_s for w in workers)
-        end = time.perf_counter() + (spin_s if timeout is None else min(spin_s, timeout))
-        while True:
-            ready = [w for w in workers if w._has_message()]
-            if ready or time.perf_counter() >= end:
-                break
-            _yield()
+        start = time.perf_counter()
+        budget = max(w.spin.budget() for w in workers)
+        ready = spin_until(lambda: [w for w in workers if w._has_message()],
+                           budget if timeout is None else min(budget, timeout))
         if ready:
+            for w in ready:
+                w.spin.record(time.perf_counter() - start)
             return ready
         by_handle = {}
         for w in workers:
             by_handle[w.conn] = w
             by_handle[w.process.sentinel] = w
-        return list({id(by_handle[h]): by_handle[h] for h in wait(list(by_handle), timeout)}.values())
+        ready = list({id(by_handle[h]): by_handle[h] for h in wait(list(by_handle), timeout)}.values())
+        for w in ready:
+            w.spin.record(time.perf_counter() - start)
+        return ready
 
     def _has_message(self) -> bool:
         if self._poller is None:

@@ -22,8 +22,8 @@ class VecEnvWrapper(VecEnvBase):
 
     Example:
         >>> class Doubled(VecEnvWrapper):
-        ...     def step_wait(self):
-        ...         obs, rewards, dones, infos = self.venv.step_wait()
+        ...     def step_wait(self, timeout=None):
+        ...         obs, rewards, dones, infos = self.venv.step_wait(timeout)
         ...         return obs, 2 * rewards, dones, infos
     """
 
@@ -41,8 +41,24 @@ class VecEnvWrapper(VecEnvBase):
     def step_async(self, actions: Any) -> None:
         self.venv.step_async(actions)
 
-    def step_wait(self) -> VecEnvStepReturn:
-        return self.venv.step_wait()
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        return self.venv.step_wait(timeout)
+
+    def reset_async(self) -> None:
+        """Start a reset on a worker backend (wrappers that keep reset as is only)."""
+        self._check_async_reset("reset_async")
+        self.venv.reset_async()
+
+    def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
+        """Finish the reset started by ``reset_async``."""
+        self._check_async_reset("reset_wait")
+        return self.venv.reset_wait(timeout)
+
+    def _check_async_reset(self, method: str) -> None:
+        if type(self).reset not in (VecEnvWrapper.reset, VecEnvObservationWrapper.reset):
+            raise NotImplementedError(
+                f"{type(self).__name__}.{method}(): this wrapper does its own work in reset(); call "
+                f"reset(), or {method}() on the backend (venv.unwrapped), whose observations skip it")
 
     # The hooks are never reached: the public methods above forward directly.
     def _reset(self, seeds: Any) -> VecEnvObs:
@@ -52,7 +68,7 @@ class VecEnvWrapper(VecEnvBase):
         self.venv.step_async(actions)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        return self.venv.step_wait()
+        return self.venv.step_wait(timeout)
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         return self.venv.reset_single_env(index)
@@ -138,11 +154,15 @@ class VecEnvObservationWrapper(VecEnvWrapper):
     def reset(self) -> VecEnvObs:
         return self.process(self.venv.reset())
 
+    def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
+        self._check_async_reset("reset_wait")
+        return self.process(self.venv.reset_wait(timeout))
+
     def reset_single_env(self, index: int) -> Any:
         return self.process_terminal(index, self.venv.reset_single_env(index))
 
-    def step_wait(self) -> VecEnvStepReturn:
-        obs, rewards, dones, infos = self.venv.step_wait()
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait(timeout)
         for i in np.flatnonzero(dones):
             if "terminal_observation" in infos[i]:
                 infos[i]["terminal_observation"] = self.process_terminal(int(i), infos[i]["terminal_observation"])

@@ -1,0 +1,289 @@
+"""RunningMeanStd and VecNormalize: statistics, reward scaling, freezing, save / load."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tests.backends import BACKENDS
+from tests.envs import SeededEnv
+from tests.wrapper_envs import DictFrameEnv, ScriptedEnv
+from vec_envs import DummyVecEnv
+from wrappers import RunningMeanStd, VecNormalize, VecNormalizeFileError
+from wrappers import vec_normalize
+
+N = 3
+REWARDS = [[1.0, -2.0, 0.5, 3.0], [0.0, 4.0, -1.0], [2.5, 2.5, -0.5, 1.0, 0.0]]
+ENDS = [(2, 9, 10), (4, 5, 11), (7,)]
+
+
+def scripted_fns(shape=(2, 3)):
+    return [functools.partial(ScriptedEnv, REWARDS[i], ENDS[i], shape=shape) for i in range(N)]
+
+
+@pytest.fixture
+def closing():
+    made = []
+    yield lambda venv: made.append(venv) or venv
+    for venv in made:
+        venv.close()
+
+
+def lockstep(venv, reference, steps, seed=0):
+    """Reset and step ``venv`` and the bare ``reference`` with the same seed and actions."""
+    venv.seed(seed)
+    reference.seed(seed)
+    yield venv.reset(), reference.reset()
+    actions = np.zeros(venv.num_envs, np.int64)
+    for _ in range(steps):
+        yield venv.step(actions), reference.step(actions)
+
+
+def normalized(raw, mean, var, eps=1e-8, clip=10.0):
+    return np.clip((raw - mean) / np.sqrt(var + eps), -clip, clip)
+
+
+# ------------------------------------------------------------------- RunningMeanStd
+def draw(rng, dtype, size):
+    if dtype == np.uint8:  # images: the exact integer path, extremes included
+        batch = rng.integers(0, 256, (size, 4), dtype=np.uint8)
+        batch[:, 0] = 255
+        return batch
+    return rng.normal(3.0, 2.0, (size, 4)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8])
+def test_running_mean_std_merges_batches_exactly(dtype):
+    rng = np.random.default_rng(1)
+    batches = [draw(rng, dtype, size) for size in (1, 7, 3, 256, 300, 2)]
+    rms = RunningMeanStd(shape=(4,))
+    for batch in batches:
+        rms.update(batch)
+    everything = np.concatenate(batches)
+    np.testing.assert_allclose(rms.mean, everything.mean(axis=0, dtype=np.float64), rtol=1e-12)
+    np.testing.assert_allclose(rms.var, everything.var(axis=0, dtype=np.float64), rtol=1e-12, atol=1e-12)
+    assert rms.count == len(everything) and rms.mean.dtype == rms.var.dtype == np.float64
+
+
+def test_running_mean_std_rejects_a_wrong_shape():
+    with pytest.raises(ValueError, match=r"expected a batch shaped \(batch_size, \*\(4,\)\), received shape \(2, 3\)"):
+        RunningMeanStd(shape=(4,)).update(np.zeros((2, 3)))
+
+
+# ------------------------------------------------- statistics and reward scaling
+class RewardReference:
+    """The documented rule, by hand: reward / std of every discounted return seen so far."""
+
+    def __init__(self, n, gamma, eps=1e-8, clip=10.0):
+        self.ret, self.seen = np.zeros(n), []
+        self.gamma, self.eps, self.clip = gamma, eps, clip
+
+    def scale(self, rewards, dones):
+        self.ret = self.gamma * self.ret + rewards
+        self.seen.append(self.ret.copy())
+        std = np.sqrt(np.var(np.concatenate(self.seen)) + self.eps)
+        self.ret[dones] = 0.0
+        return np.clip(rewards / std, -self.clip, self.clip)
+
+
+@pytest.mark.parametrize("make", BACKENDS)
+def test_statistics_and_reward_scaling_equal_numpy_references(make, closing):
+    venv = closing(VecNormalize(make(scripted_fns()), gamma=0.9, clip_reward=100.0))
+    reference = closing(DummyVecEnv(scripted_fns()))
+    rewards_ref, seen, ends = RewardReference(N, gamma=0.9, clip=100.0), [], 0
+    for step, (out, ref) in enumerate(lockstep(venv, reference, steps=16)):
+        obs, raw = (out, ref) if step == 0 else (out[0], ref[0])
+        seen.append(raw)
+        everything = np.concatenate(seen)
+        mean, var = everything.mean(axis=0, dtype=np.float64), everything.var(axis=0, dtype=np.float64)
+        np.testing.assert_allclose(venv.obs_rms.mean, mean, rtol=1e-6)
+        np.testing.assert_allclose(venv.obs_rms.var, var, rtol=1e-6)
+        assert venv.obs_rms.count == len(everything)
+        np.testing.assert_array_equal(venv.get_original_obs(), raw)
+        assert obs.dtype == np.float32 and obs.shape == (N, 2, 3)
+        np.testing.assert_allclose(obs, normalized(raw, mean, var), rtol=1e-5, atol=1e-5)
+        if step == 0:
+            continue
+        assert out[1].dtype == np.float32
+        np.testing.assert_allclose(out[1], rewards_ref.scale(ref[1], ref[2]), rtol=1e-5)
+        np.testing.assert_array_equal(venv.get_original_reward(), ref[1])
+        np.testing.assert_array_equal(out[2], ref[2])
+        for i in np.flatnonzero(ref[2]):  # terminal obs: normalized, not counted
+            ends += 1
+            np.testing.assert_allclose(out[3][i]["terminal_observation"],
+                                       normalized(ref[3][i]["terminal_observation"], mean, var),
+                                       rtol=1e-5, atol=1e-5)
+    assert len(seen) == 17 and ends == 7  # the script's episode ends
+    assert np.all(np.sign(out[1]) == np.sign(ref[1]))  # no mean subtracted
+
+
+def test_dict_observations_normalize_the_chosen_keys_only(closing):
+    venv = closing(VecNormalize(DummyVecEnv([DictFrameEnv] * 2), norm_obs_keys=["vec"], norm_reward=False))
+    obs = venv.reset()
+    assert obs["image"].dtype == np.uint8 and obs["vec"].dtype == np.float32
+    vecs = [venv.get_original_obs()["vec"]]
+    for _ in range(4):  # DictFrameEnv episodes last 4 steps
+        obs, _, dones, infos = venv.step([0, 0])
+        vecs.append(venv.get_original_obs()["vec"])
+    everything = np.concatenate(vecs)
+    np.testing.assert_allclose(venv.obs_rms["vec"].mean, everything.mean(axis=0, dtype=np.float64), rtol=1e-6)
+    np.testing.assert_array_equal(obs["image"], venv.get_original_obs()["image"])
+    assert set(venv.obs_rms) == {"vec"} and venv.observation_space["vec"].dtype == np.float32
+    terminal = infos[0]["terminal_observation"]
+    assert dones[0] and terminal["image"].dtype == np.uint8 and terminal["vec"].dtype == np.float32
+
+
+def test_unsupported_spaces_and_keys_are_clear_errors():
+    from tests.envs import DictObsEnv
+
+    with pytest.raises(ValueError, match=r"norm_obs_keys entry 'nested' is not a Box key .*valid keys: \['pos'\]"):
+        VecNormalize(DummyVecEnv([DictObsEnv]), norm_obs_keys=["nested"])
+    with pytest.raises(ValueError, match="normalizes Box or Dict observation spaces.*norm_obs=False"):
+        VecNormalize(DummyVecEnv([lambda: gym.make("FrozenLake-v1")]))
+    assert VecNormalize(DummyVecEnv([lambda: gym.make("FrozenLake-v1")]), norm_obs=False).reset().shape == (1,)
+    with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\], received 1.5"):
+        VecNormalize(DummyVecEnv([SeededEnv]), gamma=1.5)
+
+
+# ------------------------------------------------------------------- rewards
+def test_reward_clipping(closing):
+    venv = closing(VecNormalize(DummyVecEnv(scripted_fns()), norm_obs=False, clip_reward=0.25))
+    venv.reset()
+    for _ in range(6):
+        _, rewards, _, _ = venv.step(np.zeros(N, np.int64))
+        assert np.all(np.abs(rewards) <= 0.25)
+    assert np.any(np.abs(rewards) == np.float32(0.25))
+
+
+def test_training_false_freezes_the_statistics(closing):
+    venv = closing(VecNormalize(DummyVecEnv(scripted_fns())))
+    venv.reset()
+    for _ in range(5):
+        venv.step(np.zeros(N, np.int64))
+    venv.training = False
+    frozen = (venv.obs_rms.mean.copy(), venv.obs_rms.var.copy(), venv.obs_rms.count,
+              venv.ret_rms.var.copy(), venv.ret_rms.count, venv.returns.copy())
+    for _ in range(7):
+        obs, rewards, _, _ = venv.step(np.zeros(N, np.int64))
+        np.testing.assert_allclose(obs, normalized(venv.get_original_obs(), frozen[0], frozen[1]), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(rewards, np.clip(venv.get_original_reward() / np.sqrt(frozen[3] + 1e-8), -10, 10),
+                                   rtol=1e-6)
+    venv.reset()
+    np.testing.assert_array_equal(venv.obs_rms.mean, frozen[0])
+    np.testing.assert_array_equal(venv.obs_rms.var, frozen[1])
+    assert (venv.obs_rms.count, venv.ret_rms.count) == (frozen[2], frozen[4])
+    np.testing.assert_array_equal(venv.ret_rms.var, frozen[3])
+
+
+# --------------------------------------------------------------- save and load
+def trained(steps=6):
+    venv = VecNormalize(DummyVecEnv(scripted_fns()), gamma=0.95, clip_obs=5.0)
+    venv.seed(3)
+    venv.reset()
+    for _ in range(steps):
+        venv.step(np.zeros(N, np.int64))
+    return venv
+
+
+def test_save_load_round_trip_gives_identical_outputs(closing, tmp_path):
+    original = closing(trained())
+    path = tmp_path / "stats.npz"
+    original.save(path)
+    loaded = closing(VecNormalize.load(path, DummyVecEnv(scripted_fns())))
+    assert loaded.settings() == original.settings() and loaded.training
+    for a, b in [(loaded.obs_rms, original.obs_rms), (loaded.ret_rms, original.ret_rms)]:
+        np.testing.assert_array_equal(a.mean, b.mean)
+        np.testing.assert_array_equal(a.var, b.var)
+        assert a.count == b.count
+    original.training = loaded.training = False
+    for step, (out, again) in enumerate(lockstep(loaded, original, steps=8, seed=11)):
+        if step == 0:
+            np.testing.assert_array_equal(out, again)
+            continue
+        for x, y in zip(out[:3], again[:3]):  # obs, rewards, dones
+            np.testing.assert_array_equal(x, y)
+
+
+def test_the_file_holds_no_pickle_and_no_temp_file_is_left(tmp_path):
+    venv = trained()
+    path = tmp_path / "stats.npz"
+    venv.save(path)
+    venv.save(path)  # replaces
+    assert os.listdir(tmp_path) == ["stats.npz"]
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    assert all(a.dtype != object for a in arrays.values())
+    metadata = json.loads(str(arrays["metadata"]))
+    assert metadata["format_version"] == vec_normalize.FORMAT_VERSION
+    assert metadata["settings"]["gamma"] == 0.95 and metadata["observation_space"]["shape"] == [2, 3]
+    np.testing.assert_array_equal(arrays["obs_rms.0.mean"], venv.obs_rms.mean)
+
+
+def test_a_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
+    venv = trained()
+    path = tmp_path / "stats.npz"
+    venv.save(path)
+    before = path.read_bytes()
+    venv.step(np.zeros(N, np.int64))
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(vec_normalize.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        venv.save(path)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["stats.npz"]
+
+
+def test_truncated_and_corrupt_files_are_clear_errors(tmp_path):
+    path = tmp_path / "stats.npz"
+    trained().save(path)
+    data = path.read_bytes()
+    for name, content in [("truncated", data[: len(data) // 2]), ("garbage", b"not a file" * 50),
+                          ("empty", b"")]:
+        bad = tmp_path / f"{name}.npz"
+        bad.write_bytes(content)
+        with pytest.raises(VecNormalizeFileError, match="truncated, corrupt, or was not written"):
+            VecNormalize.load(bad, DummyVecEnv(scripted_fns()))
+    pickled = tmp_path / "pickled.npy"
+    np.save(pickled, np.array([{"mean": 0}], dtype=object), allow_pickle=True)
+    with pytest.raises(VecNormalizeFileError, match="not a readable VecNormalize file"):
+        VecNormalize.load(pickled, DummyVecEnv(scripted_fns()))
+
+
+def rewrite(path, change):
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    metadata = json.loads(str(arrays["metadata"]))
+    change(metadata, arrays)
+    arrays["metadata"] = np.array(json.dumps(metadata))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def test_a_newer_format_version_is_a_clear_error(tmp_path):
+    path = tmp_path / "stats.npz"
+    trained().save(path)
+    rewrite(path, lambda metadata, arrays: metadata.update(format_version=vec_normalize.FORMAT_VERSION + 1))
+    with pytest.raises(VecNormalizeFileError, match=f"format version {vec_normalize.FORMAT_VERSION + 1}, newer"):
+        VecNormalize.load(path, DummyVecEnv(scripted_fns()))
+
+
+def test_missing_arrays_are_a_clear_error(tmp_path):
+    path = tmp_path / "stats.npz"
+    trained().save(path)
+    rewrite(path, lambda metadata, arrays: arrays.pop("ret_rms.var"))
+    with pytest.raises(VecNormalizeFileError, match="missing array 'ret_rms.var'"):
+        VecNormalize.load(path, DummyVecEnv(scripted_fns()))
+
+
+def test_a_file_for_another_observation_space_is_a_clear_error(tmp_path):
+    path = tmp_path / "stats.npz"
+    trained().save(path)
+    with pytest.raises(VecNormalizeFileError,
+                       match=r"statistics for observation space Box\(-inf, inf, \(2, 3\), float32\), but the "
+                             r"venv passed to load\(\) has observation space Box\(-inf, inf, \(3,\), float32\)"):
+        VecNormalize.load(path, DummyVecEnv(scripted_fns(shape=(3,))))

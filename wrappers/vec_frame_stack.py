@@ -1,0 +1,60 @@
+"""VecFrameStack: each observation becomes the last ``n_stack`` ones, stacked on the channels."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.vec_env_wrapper import VecEnvWrapper
+from wrappers.stacked_observations import ChannelsOrder, StackedObservations
+
+__all__ = ["VecFrameStack"]
+
+
+class VecFrameStack(VecEnvWrapper):
+    """Stacks the last ``n_stack`` observations of each env along the channel axis.
+
+    ``(84, 84, 1)`` frames become ``(84, 84, n_stack)``; RGB ``(H, W, 3)`` frames become
+    ``(H, W, 3 * n_stack)`` (oldest first); channels-first ``(C, H, W)`` frames are stacked
+    on axis 0. A new episode starts from a zeroed history; ``infos[i]["terminal_observation"]``
+    is stacked with the history of the episode it ends. Dict spaces are stacked per key.
+
+    Args:
+        venv: the VecEnv to wrap (Box observations of rank >= 1, or a Dict of them).
+        n_stack: how many observations to stack.
+        channels_order: "last", "first", or None to infer it like SB3 ("last" unless the
+            space is a uint8 image whose smallest dimension comes first); a dict gives
+            one order per key of a Dict space.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> venv = VecFrameStack(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8), n_stack=4)
+        >>> venv.reset().shape        # Atari frames (84, 84, 1) give (8, 84, 84, 4)
+        (8, 16)
+    """
+
+    def __init__(self, venv: VecEnvBase, n_stack: int, channels_order: ChannelsOrder = None) -> None:
+        if not isinstance(n_stack, (int, np.integer)) or isinstance(n_stack, bool) or n_stack < 1:
+            raise ValueError(f"VecFrameStack: n_stack must be an int >= 1, received {n_stack!r}")
+        self.n_stack = int(n_stack)
+        self.stacked_obs = StackedObservations(venv.num_envs, self.n_stack, venv.observation_space,
+                                               channels_order)
+        super().__init__(venv, observation_space=self.stacked_obs.stacked_observation_space)
+
+    def reset(self) -> VecEnvObs:
+        return self.stacked_obs.reset(self.venv.reset())
+
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait(timeout)
+        terminal = {int(i): infos[i]["terminal_observation"] for i in np.flatnonzero(dones)
+                    if "terminal_observation" in infos[i]}
+        stacked, stacked_terminal = self.stacked_obs.update(obs, dones, terminal)
+        for i, last in stacked_terminal.items():
+            infos[i]["terminal_observation"] = last
+        return stacked, rewards, dones, infos
+
+    def reset_single_env(self, index: int) -> Any:
+        return self.stacked_obs.reset_env(index, self.venv.reset_single_env(index))

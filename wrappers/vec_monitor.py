@@ -1,0 +1,140 @@
+"""VecMonitor: episode returns, lengths and times in ``infos``, and optionally a monitor.csv."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from vec_envs.errors import VecEnvError
+from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.vec_env_wrapper import VecEnvWrapper
+
+__all__ = ["VecMonitor", "monitor_path"]
+
+MONITOR_SUFFIX = "monitor.csv"
+MISSING_INFO_KEY = ("VecMonitor: info_keywords names {key!r}, but the info of env {index} at the end of "
+                    "its episode has only the keys {keys}")
+
+
+def monitor_path(filename: str | os.PathLike) -> str:
+    """Where the CSV goes, as in baselines / SB3: ``dir/monitor.csv`` for a directory,
+    ``name.monitor.csv`` for any other name not already ending in ``monitor.csv``."""
+    filename = os.fspath(filename)
+    if filename.endswith(MONITOR_SUFFIX):
+        return filename
+    if os.path.isdir(filename):
+        return os.path.join(filename, MONITOR_SUFFIX)
+    return f"{filename}.{MONITOR_SUFFIX}"
+
+
+class _MonitorCsv:
+    """The monitor.csv file: a ``#{json}`` line, a header, then one flushed row per episode."""
+
+    def __init__(self, path: str, t_start: float, env_id: str | None, fieldnames: Sequence[str]) -> None:
+        self.path = path
+        self.file = open(path, "w", newline="", encoding="utf-8")
+        self.file.write("#" + json.dumps({"t_start": t_start, "env_id": str(env_id)}) + "\n")
+        self.writer = csv.DictWriter(self.file, fieldnames=list(fieldnames))
+        self.writer.writeheader()
+        self.file.flush()
+
+    def write_row(self, row: dict[str, Any]) -> None:
+        self.writer.writerow(row)
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class VecMonitor(VecEnvWrapper):
+    """Adds ``infos[i]["episode"] = {"r": return, "l": length, "t": seconds}`` at every
+    episode end, and writes one CSV row per episode when ``filename`` is given.
+
+    ``t`` is the time since this wrapper was built. The CSV is the ``monitor.csv`` format
+    the baselines / SB3 tools read (``load_results``): a first line ``#`` + JSON with
+    ``t_start`` and ``env_id``, a header ``r,l,t`` (+ ``info_keywords``), one row per
+    episode, flushed at once. ``reset()`` restarts the counts of every env.
+
+    Args:
+        venv: the VecEnv to wrap.
+        filename: a directory (writes ``monitor.csv`` in it) or a file name (``.monitor.csv``
+            is appended unless present); None writes no file.
+        info_keywords: keys of the final info of an episode to copy into the episode
+            record and the CSV.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> venv = VecMonitor(DummyVecEnv([lambda: gym.make("CartPole-v1")]))  # or (..., "logs/")
+        >>> obs, dones = venv.reset(), [False]
+        >>> while not dones[0]:
+        ...     obs, rewards, dones, infos = venv.step([0])
+        >>> sorted(infos[0]["episode"])
+        ['l', 'r', 't']
+    """
+
+    def __init__(self, venv: VecEnvBase, filename: str | os.PathLike | None = None,
+                 info_keywords: Sequence[str] = ()) -> None:
+        super().__init__(venv)
+        self.info_keywords = tuple(info_keywords)
+        self.t_start = time.time()
+        self.episode_returns = np.zeros(self.num_envs, np.float64)
+        self.episode_lengths = np.zeros(self.num_envs, np.int64)
+        self.episode_count = 0
+        self.results_writer: _MonitorCsv | None = None
+        if filename is not None:
+            self.results_writer = _MonitorCsv(monitor_path(filename), self.t_start, self._env_id(),
+                                              ("r", "l", "t") + self.info_keywords)
+
+    def _env_id(self) -> str | None:
+        try:
+            spec = self.venv.get_attr("spec", indices=0)[0]
+        except (AttributeError, VecEnvError):
+            return None
+        return getattr(spec, "id", None)
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        self.episode_returns[:] = 0.0
+        self.episode_lengths[:] = 0
+        return obs
+
+    def reset_single_env(self, index: int) -> Any:
+        obs = self.venv.reset_single_env(index)
+        self.episode_returns[index] = 0.0
+        self.episode_lengths[index] = 0
+        return obs
+
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait(timeout)
+        self.episode_returns += rewards
+        self.episode_lengths += 1
+        for i in np.flatnonzero(dones):
+            infos[i]["episode"] = self._end_episode(int(i), infos[i])
+        return obs, rewards, dones, infos
+
+    def _end_episode(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
+        episode = {"r": round(float(self.episode_returns[i]), 6), "l": int(self.episode_lengths[i]),
+                   "t": round(time.time() - self.t_start, 6)}
+        for key in self.info_keywords:
+            if key not in info:
+                raise KeyError(MISSING_INFO_KEY.format(key=key, index=i, keys=sorted(info)))
+            episode[key] = info[key]
+        self.episode_returns[i] = 0.0
+        self.episode_lengths[i] = 0
+        self.episode_count += 1
+        if self.results_writer is not None:
+            self.results_writer.write_row(episode)
+        return episode
+
+    def close(self) -> None:
+        try:
+            if self.results_writer is not None:
+                self.results_writer.close()
+        finally:
+            super().close()

@@ -1,0 +1,342 @@
+"""VecNormalize: running normalization of observations and scaling of rewards."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium import spaces
+
+from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.vec_env_wrapper import VecEnvWrapper
+from wrappers.running_mean_std import RunningMeanStd
+
+__all__ = ["VecNormalize", "VecNormalizeFileError", "FORMAT_VERSION"]
+
+#: Version of the file ``save`` writes; ``load`` reads this version and older ones.
+FORMAT_VERSION = 1
+
+FILE_CORRUPT = ("VecNormalize.load(): {path} is not a readable VecNormalize file ({reason}); it is "
+                "truncated, corrupt, or was not written by VecNormalize.save()")
+FILE_NEWER = ("VecNormalize.load(): {path} has format version {found}, newer than version {supported} "
+              "that this vec_envs reads; upgrade vec_envs to load it")
+FILE_WRONG_SPACE = ("VecNormalize.load(): {path} holds statistics for observation space {saved}, but "
+                    "the venv passed to load() has observation space {received}")
+UNSUPPORTED_SPACE = ("VecNormalize(norm_obs=True) normalizes Box or Dict observation spaces, received "
+                     "{space}; pass norm_obs=False to scale rewards only")
+BAD_OBS_KEY = ("VecNormalize: norm_obs_keys entry {key!r} is not a Box key of the observation space "
+               "(valid keys: {valid})")
+BAD_SETTING = "VecNormalize: {name} must be {expected}, received {value!r}"
+
+
+class VecNormalizeFileError(ValueError):
+    """A VecNormalize statistics file that cannot be used (corrupt, newer, other space).
+
+    Example:
+        >>> try:                                                   # doctest: +SKIP
+        ...     venv = VecNormalize.load("vecnormalize.npz", venv)
+        ... except VecNormalizeFileError as err:
+        ...     print(err)   # names the file and what is wrong with it
+    """
+
+
+class VecNormalize(VecEnvWrapper):
+    """Normalizes observations with running statistics and scales rewards.
+
+    Observations become ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``
+    (float32), with ``mean`` / ``var`` the running statistics of every observation
+    returned by ``reset()`` and ``step()`` (per key for Dict spaces; terminal
+    observations are normalized too but do not enter the statistics).
+
+    Rewards are divided by the running standard deviation of the discounted return
+    ``ret = gamma * ret + r`` (``ret`` is reset to 0 where an episode ends), then clipped
+    to ``[-clip_reward, clip_reward]``; no mean is subtracted, so the sign of every
+    reward is kept.
+
+    With ``training=False`` the statistics are frozen (evaluation). ``save`` writes them
+    to a portable NumPy file (no pickle); ``VecNormalize.load(path, venv)`` restores them.
+
+    Args:
+        venv: the VecEnv to wrap.
+        training: update the statistics on every reset / step.
+        norm_obs: normalize observations.
+        norm_reward: scale rewards.
+        clip_obs: bound of the normalized observations.
+        clip_reward: bound of the scaled rewards.
+        gamma: discount of the return whose spread scales the rewards.
+        epsilon: added to the variances before the square root.
+        norm_obs_keys: the Dict keys to normalize (default: every Box key).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> venv = VecNormalize(DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 4))
+        >>> obs = venv.reset()
+        >>> obs, rewards, dones, infos = venv.step(np.zeros((4, 1)))
+        >>> obs.shape, obs.dtype, rewards.dtype
+        ((4, 3), dtype('float32'), dtype('float32'))
+        >>> venv.save("vecnormalize.npz")                                   # doctest: +SKIP
+        >>> evaluation = VecNormalize.load("vecnormalize.npz", eval_venv)   # doctest: +SKIP
+        >>> evaluation.training = False                                     # doctest: +SKIP
+    """
+
+    def __init__(self, venv: VecEnvBase, training: bool = True, norm_obs: bool = True,
+                 norm_reward: bool = True, clip_obs: float = 10.0, clip_reward: float = 10.0,
+                 gamma: float = 0.99, epsilon: float = 1e-8,
+                 norm_obs_keys: Sequence[str] | None = None) -> None:
+        _check_settings(clip_obs=clip_obs, clip_reward=clip_reward, gamma=gamma, epsilon=epsilon)
+        keys = _obs_keys(venv.observation_space, norm_obs_keys) if norm_obs else None
+        space = _normalized_space(venv.observation_space, keys, clip_obs) if norm_obs else None
+        super().__init__(venv, observation_space=space)
+        self.training, self.norm_obs, self.norm_reward = training, norm_obs, norm_reward
+        self.clip_obs, self.clip_reward = float(clip_obs), float(clip_reward)
+        self.gamma, self.epsilon = float(gamma), float(epsilon)
+        self.norm_obs_keys = keys
+        self.obs_rms = _make_obs_rms(venv.observation_space, keys) if norm_obs else None
+        self.ret_rms = RunningMeanStd(())
+        self.returns = np.zeros(self.num_envs, np.float64)
+        self.old_obs: VecEnvObs | None = None
+        self.old_reward: np.ndarray | None = None
+
+    # ------------------------------------------------------------- stepping
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        self.old_obs = obs
+        self.returns[:] = 0.0
+        if self.training and self.norm_obs:
+            self._update_obs(obs)
+        return self.normalize_obs(obs)
+
+    def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait(timeout)
+        self.old_obs, self.old_reward = obs, rewards
+        if self.training and self.norm_obs:
+            self._update_obs(obs)
+        for i in np.flatnonzero(dones):
+            if "terminal_observation" in infos[i]:
+                infos[i]["terminal_observation"] = self.normalize_obs(infos[i]["terminal_observation"])
+        if self.training:
+            self.returns = self.returns * self.gamma + rewards
+            self.ret_rms.update(self.returns)
+        scaled = self.normalize_reward(rewards)
+        self.returns[dones] = 0.0
+        return self.normalize_obs(obs), scaled, dones, infos
+
+    def reset_single_env(self, index: int) -> Any:
+        obs = self.venv.reset_single_env(index)
+        self.returns[index] = 0.0
+        if self.training and self.norm_obs:
+            self._update_obs(_batch_of_one(obs, self.norm_obs_keys))
+        return self.normalize_obs(obs)
+
+    def _update_obs(self, obs: VecEnvObs) -> None:
+        if self.norm_obs_keys is None:
+            self.obs_rms.update(obs)
+            return
+        for key in self.norm_obs_keys:
+            self.obs_rms[key].update(obs[key])
+
+    # -------------------------------------------------------- normalization
+    def normalize_obs(self, obs: Any) -> Any:
+        """Normalize a batch or a single observation with the current statistics."""
+        if not self.norm_obs:
+            return obs
+        if self.norm_obs_keys is None:
+            return self._normalize_leaf(obs, self.obs_rms)
+        out = dict(obs)
+        for key in self.norm_obs_keys:
+            out[key] = self._normalize_leaf(obs[key], self.obs_rms[key])
+        return out
+
+    def _normalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
+        mean = rms.mean.astype(np.float32)
+        inv_std = (1.0 / np.sqrt(rms.var + self.epsilon)).astype(np.float32)
+        out = np.subtract(x, mean, dtype=np.float32)
+        out *= inv_std
+        return np.clip(out, -self.clip_obs, self.clip_obs, out=out)
+
+    def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
+        """Divide by the running std of the discounted return, clip (no mean subtracted)."""
+        if not self.norm_reward:
+            return rewards
+        scaled = rewards / np.sqrt(self.ret_rms.var + self.epsilon)
+        return np.clip(scaled, -self.clip_reward, self.clip_reward).astype(np.float32)
+
+    def get_original_obs(self) -> VecEnvObs:
+        """The observations of the last reset / step, before normalization."""
+        return self.old_obs
+
+    def get_original_reward(self) -> np.ndarray:
+        """The rewards of the last step, before scaling."""
+        return self.old_reward
+
+    # -------------------------------------------------------- save and load
+    def settings(self) -> dict[str, Any]:
+        """The constructor arguments (but ``venv``) that rebuild this wrapper."""
+        return {"training": self.training, "norm_obs": self.norm_obs, "norm_reward": self.norm_reward,
+                "clip_obs": self.clip_obs, "clip_reward": self.clip_reward, "gamma": self.gamma,
+                "epsilon": self.epsilon, "norm_obs_keys": self.norm_obs_keys}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the statistics and settings to ``path`` (a NumPy ``.npz``, no pickle).
+
+        The file is written next to ``path`` under a temporary name, then renamed over
+        it, so a reader never sees a half-written file.
+        """
+        metadata = {"format_version": FORMAT_VERSION, "settings": self.settings(),
+                    "observation_space": space_fingerprint(self.venv.observation_space),
+                    "observation_space_text": str(self.venv.observation_space)}
+        arrays = {"metadata": np.array(json.dumps(metadata))}
+        arrays.update(_rms_arrays("ret_rms", self.ret_rms))
+        for j, rms in enumerate(self._obs_rms_list()):
+            arrays.update(_rms_arrays(f"obs_rms.{j}", rms))
+        _write_atomically(os.fspath(path), arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> "VecNormalize":
+        """A VecNormalize over ``venv`` with the settings and statistics saved at ``path``.
+
+        Raises:
+            VecNormalizeFileError: the file is truncated or corrupt, has a newer format
+                version, or was saved for another observation space.
+        """
+        path = os.fspath(path)
+        metadata, arrays = _read_file(path)
+        if metadata.get("observation_space") != space_fingerprint(venv.observation_space):
+            raise VecNormalizeFileError(FILE_WRONG_SPACE.format(
+                path=path, saved=metadata.get("observation_space_text"), received=venv.observation_space))
+        try:
+            wrapper = cls(venv, **metadata["settings"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=f"bad settings: {exc}")) from exc
+        _restore_rms(wrapper.ret_rms, "ret_rms", arrays, path)
+        for j, rms in enumerate(wrapper._obs_rms_list()):
+            _restore_rms(rms, f"obs_rms.{j}", arrays, path)
+        return wrapper
+
+    def _obs_rms_list(self) -> list[RunningMeanStd]:
+        if self.obs_rms is None:
+            return []
+        if self.norm_obs_keys is None:
+            return [self.obs_rms]
+        return [self.obs_rms[key] for key in self.norm_obs_keys]
+
+
+# ------------------------------------------------------------------ spaces
+def _check_settings(**values: float) -> None:
+    expected = {"clip_obs": "> 0", "clip_reward": "> 0", "gamma": "in [0, 1]", "epsilon": "> 0"}
+    for name, value in values.items():
+        good = 0.0 <= value <= 1.0 if name == "gamma" else value > 0
+        if not good:
+            raise ValueError(BAD_SETTING.format(name=name, expected=f"a number {expected[name]}", value=value))
+
+
+def _obs_keys(space: spaces.Space, norm_obs_keys: Sequence[str] | None) -> list[str] | None:
+    """None for a Box space, the keys to normalize for a Dict space."""
+    if isinstance(space, spaces.Box):
+        if norm_obs_keys is not None:
+            raise ValueError(f"VecNormalize: norm_obs_keys={list(norm_obs_keys)!r} needs a Dict "
+                             f"observation space, received {space}")
+        return None
+    if not isinstance(space, spaces.Dict):
+        raise ValueError(UNSUPPORTED_SPACE.format(space=space))
+    valid = [key for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)]
+    keys = valid if norm_obs_keys is None else list(norm_obs_keys)
+    for key in keys:
+        if key not in valid:
+            raise ValueError(BAD_OBS_KEY.format(key=key, valid=valid))
+    return keys
+
+
+def _normalized_space(space: spaces.Space, keys: list[str] | None, clip_obs: float) -> spaces.Space:
+    def bounded(box: spaces.Box) -> spaces.Box:
+        return spaces.Box(-clip_obs, clip_obs, box.shape, np.float32)
+    if keys is None:
+        return bounded(space)
+    return spaces.Dict({k: bounded(s) if k in keys else s for k, s in space.spaces.items()})
+
+
+def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> Any:
+    if keys is None:
+        return RunningMeanStd(space.shape)
+    return {key: RunningMeanStd(space[key].shape) for key in keys}
+
+
+def _batch_of_one(obs: Any, keys: list[str] | None) -> Any:
+    if keys is None:
+        return np.asarray(obs)[None]
+    return {key: np.asarray(obs[key])[None] for key in keys}
+
+
+def space_fingerprint(space: spaces.Space) -> dict[str, Any]:
+    """A JSON-able description of ``space``: equal for equal spaces, different otherwise."""
+    if isinstance(space, spaces.Dict):
+        return {"type": "Dict", "spaces": {k: space_fingerprint(s) for k, s in space.spaces.items()}}
+    if isinstance(space, spaces.Tuple):
+        return {"type": "Tuple", "spaces": [space_fingerprint(s) for s in space.spaces]}
+    if isinstance(space, spaces.Box):
+        bounds = np.ascontiguousarray(space.low).tobytes() + np.ascontiguousarray(space.high).tobytes()
+        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                "bounds_sha256": hashlib.sha256(bounds).hexdigest()}
+    return {"type": type(space).__name__, "text": str(space)}
+
+
+# -------------------------------------------------------------------- files
+def _rms_arrays(prefix: str, rms: RunningMeanStd) -> dict[str, np.ndarray]:
+    return {f"{prefix}.mean": rms.mean, f"{prefix}.var": rms.var,
+            f"{prefix}.count": np.array(rms.count, np.float64)}
+
+
+def _restore_rms(rms: RunningMeanStd, prefix: str, arrays: dict[str, np.ndarray], path: str) -> None:
+    try:
+        mean, var, count = (arrays[f"{prefix}.{name}"] for name in ("mean", "var", "count"))
+    except KeyError as exc:
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=f"missing array {exc}")) from None
+    if mean.shape != rms.shape or var.shape != rms.shape or count.shape != ():
+        raise VecNormalizeFileError(FILE_CORRUPT.format(
+            path=path, reason=f"{prefix} has shapes {mean.shape}, {var.shape}, {count.shape}; expected "
+                              f"{rms.shape}, {rms.shape}, ()"))
+    rms.mean, rms.var, rms.count = mean.astype(np.float64), var.astype(np.float64), float(count)
+
+
+def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".vecnormalize-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The metadata and arrays of a saved file; a clear error for any unusable file."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with loaded as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        metadata = json.loads(str(arrays.pop("metadata")[()]))
+        version = metadata["format_version"]
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, zipfile.BadZipFile) as exc:
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=f"{type(exc).__name__}: {exc}")) from exc
+    if not isinstance(version, int) or not isinstance(metadata.get("settings"), dict):
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason="malformed metadata"))
+    if version > FORMAT_VERSION:
+        raise VecNormalizeFileError(FILE_NEWER.format(path=path, found=version, supported=FORMAT_VERSION))
+    return metadata, arrays
