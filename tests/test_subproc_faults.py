@@ -233,3 +233,51 @@ def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
             venv.step([0, 0])
         assert info.value.worker_index == 1 and "pickle" in str(info.value).lower()
         assert all(w.process.is_alive() for w in venv.workers)
+
+
+# The doorbell path: one worker process plus the parent's own slice, so the worker spins
+# and steps are requested through shared memory instead of pipe messages.
+@pytest.mark.parametrize("fault,how", [("kill", "was killed by signal SIGKILL"), ("step", "raised in step()")])
+def test_doorbell_step_failures_are_reported(fault, how):
+    venv = SubprocVecEnv(fns_with(fault, at=1), in_series=2, step_in_parent=True)
+    assert venv.workers[0].bell is not None
+    with venv:
+        venv.reset()
+        err = step_until_error(venv)
+        assert isinstance(err, EnvWorkerError) and err.worker_index == 0 and how in str(err)
+
+
+def test_doorbell_hang_times_out_and_restart_recovers():
+    venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=True, timeout=1.0)
+    assert venv.workers[0].bell is not None
+    venv.reset()
+    err = step_until_error(venv)
+    assert isinstance(err, EnvTimeoutError) and err.env_indices == [0, 1]
+    venv.close()
+    venv = SubprocVecEnv(fns_with("kill", at=1, after=3), in_series=2, step_in_parent=True, on_error="restart")
+    with venv:
+        venv.reset()
+        restarted = []
+        for _ in range(8):
+            obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
+            restarted.append(bool(infos[1].get("env_restarted")))
+        assert restarted[3] and sum(restarted) == 2 and venv.restarts == 2
+        assert venv.workers[0].bell is not None
+
+
+def test_doorbell_results_equal_dummy():
+    from vec_envs import DummyVecEnv
+
+    fns = [functools.partial(SeededEnv, length=3 + i) for i in range(6)]
+    actions = np.random.default_rng(5).integers(0, 3, (300, 6))
+    with SubprocVecEnv(fns, in_series=3, step_in_parent=True) as venv, DummyVecEnv(fns) as ref:
+        assert venv.workers[0].bell is not None
+        venv.seed(9), ref.seed(9)
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        for a in actions:
+            obs, rew, done, infos = venv.step(a)
+            obs_r, rew_r, done_r, infos_r = ref.step(a)
+            np.testing.assert_array_equal(obs, obs_r)
+            np.testing.assert_array_equal(rew, rew_r)
+            np.testing.assert_array_equal(done, done_r)
+            assert [set(i) for i in infos] == [set(i) for i in infos_r]

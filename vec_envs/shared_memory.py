@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.batching import BatchBuffers
+from vec_envs.doorbell import SLOTS
 
 __all__ = ["SharedBuffers", "map_buffers"]
 
@@ -28,9 +29,10 @@ def _action_leaf(action_space: spaces.Space | None) -> spaces.Space | None:
     return action_space if isinstance(action_space, fixed) else None
 
 
-def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int,
-            buf: Any) -> tuple[BatchBuffers, np.ndarray | None, int]:
-    """Lay out the buffers (and actions) of ``n`` envs in ``buf`` (just size them if None)."""
+def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int, doorbells: int,
+            buf: Any) -> tuple[BatchBuffers, np.ndarray | None, np.ndarray | None, int]:
+    """Lay out the buffers, actions and doorbell rows of ``n`` envs in ``buf`` (just size
+    them if None)."""
     offset = 0
 
     def allocate(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -47,7 +49,8 @@ def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int,
     buffers = BatchBuffers.allocate(space, n, allocate)
     leaf = _action_leaf(action_space)
     actions = None if leaf is None else allocate((n, *leaf.shape), np.dtype(leaf.dtype))
-    return buffers, actions, max(offset, 1)
+    bells = allocate((doorbells, SLOTS), np.dtype(np.int64)) if doorbells else None
+    return buffers, actions, bells, max(offset, 1)
 
 
 def _anonymous_fd(size: int) -> int:
@@ -60,19 +63,19 @@ def _anonymous_fd(size: int) -> int:
     return fd
 
 
-def map_buffers(space: spaces.Space, action_space: spaces.Space | None, n: int, fd: int,
-                size: int) -> tuple[mmap.mmap, BatchBuffers, np.ndarray | None]:
-    """Map the region behind ``fd`` (in a worker): the region, its buffers, its actions."""
+def map_buffers(space: spaces.Space, action_space: spaces.Space | None, n: int, doorbells: int, fd: int,
+                size: int) -> tuple[mmap.mmap, BatchBuffers, np.ndarray | None, np.ndarray | None]:
+    """Map the region behind ``fd`` (in a worker): the region, buffers, actions, doorbells."""
     region = mmap.mmap(fd, size)
-    buffers, actions, _ = _layout(space, action_space, n, region)
-    return region, buffers, actions
+    buffers, actions, bells, _ = _layout(space, action_space, n, doorbells, region)
+    return region, buffers, actions, bells
 
 
 class SharedBuffers:
     """``BatchBuffers`` of ``n`` envs, and their actions, in shared memory.
 
     ``actions`` is None when the action space has no fixed shape (actions then travel
-    through the pipes).
+    through the pipes); ``doorbells`` holds one ``Doorbell`` row per worker if asked for.
 
     Example:
         >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)  # doctest: +SKIP
@@ -81,18 +84,19 @@ class SharedBuffers:
         >>> shared.close()
     """
 
-    def __init__(self, space: spaces.Space, action_space: spaces.Space, n: int) -> None:
-        self.space, self.action_space, self.n = space, action_space, n
-        _, _, self.size = _layout(space, action_space, n, None)
+    def __init__(self, space: spaces.Space, action_space: spaces.Space, n: int, doorbells: int = 0) -> None:
+        self.space, self.action_space, self.n, self.num_doorbells = space, action_space, n, doorbells
+        *_, self.size = _layout(space, action_space, n, doorbells, None)
         self.fd = _anonymous_fd(self.size)
-        self._region, self.buffers, self.actions = map_buffers(space, action_space, n, self.fd, self.size)
+        self._region, self.buffers, self.actions, self.doorbells = map_buffers(
+            space, action_space, n, doorbells, self.fd, self.size)
 
     def close(self) -> None:
         """Close the descriptor and unmap (once no caller holds a view any more)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.buffers = self.actions = None  # type: ignore[assignment]
+        self.buffers = self.actions = self.doorbells = None  # type: ignore[assignment]
         try:
             self._region.close()
         except BufferError:

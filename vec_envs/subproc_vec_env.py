@@ -4,7 +4,9 @@ from __future__ import annotations
 import multiprocessing as mp
 from typing import Sequence
 
+from vec_envs import doorbell
 from vec_envs.batching import BatchBuffers, is_fixed_size
+from vec_envs.doorbell import Doorbell
 from vec_envs.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.shared_memory import SharedBuffers
 from vec_envs.subproc_worker import SubprocWorker
@@ -83,7 +85,8 @@ class SubprocVecEnv(WorkerVecEnv):
     def _make_buffers(self) -> BatchBuffers:
         if not (self.shared_memory and is_fixed_size(self.observation_space)):
             return super()._make_buffers()
-        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs)
+        doorbells = len(self.workers) if self._spin and doorbell.supported() else 0
+        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, doorbells)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
         return self._shared.buffers
@@ -93,6 +96,10 @@ class SubprocVecEnv(WorkerVecEnv):
         worker, shared = self.workers[w], self._shared
         if shared is None or worker.is_local:
             return
-        self._send(w, Command.ATTACH_SHARED,
-                   (shared.space, shared.action_space, shared.n, worker.first_index, shared.size, shared.fd))
+        if shared.doorbells is not None:
+            Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0
+        self._send(w, Command.ATTACH_SHARED, (shared.space, shared.action_space, shared.n, worker.first_index,
+                                              shared.size, shared.num_doorbells, w, shared.fd))
         self._results(self._gather([w], self.timeout, "__init__"), "__init__")
+        if shared.doorbells is not None and shared.actions is not None:
+            worker.bell = Doorbell(shared.doorbells[w])

@@ -15,6 +15,7 @@ from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any, Iterator, Sequence
 
 from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
+from vec_envs.doorbell import Doorbell
 from vec_envs.spin_wait import Spin, spin_until
 from vec_envs.worker import Worker, WorkerDied
 from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
@@ -22,6 +23,9 @@ from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
 __all__ = ["SubprocWorker", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
+NAP_MIN_S, WORKER_NAP_MAX_S, PARENT_NAP_MAX_S = 100e-6, 5e-3, 200e-6  # dozing between doorbell looks
+PIPE = 0  # "a command came through the pipe" (doorbell requests are numbered from 1)
+PARENT_GONE = -1
 
 
 def _poller(conn: Connection) -> Any:
@@ -33,15 +37,35 @@ def _poller(conn: Connection) -> Any:
     return poller
 
 
-def _wait_for_command(conn: Connection, poller: Any, spin: Spin, parent: int) -> bool:
-    """Spin, then sleep, until a command comes; False if the parent is gone meanwhile."""
+def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell: Doorbell | None,
+                   last_seq: int) -> int:
+    """Spin, then doze, until the doorbell rings (its sequence number), a command comes
+    through the pipe (PIPE), or the parent is gone (PARENT_GONE)."""
+    def event() -> int | None:
+        seq = bell.requested(last_seq) if bell is not None else 0
+        return seq or (PIPE if poller is None or poller.poll(0) else None)
+
     start = time.perf_counter()
-    if poller is None or not spin_until(lambda: poller.poll(0), spin.budget()):
-        while not conn.poll(PARENT_CHECK_S):
-            if os.getppid() != parent:
-                return False
+    found = spin_until(event, spin.budget())
+    nap = NAP_MIN_S
+    while found is None:
+        if conn.poll(PARENT_CHECK_S if bell is None else nap):
+            found = PIPE
+        elif os.getppid() != parent:
+            return PARENT_GONE
+        else:
+            found, nap = event(), min(2 * nap, WORKER_NAP_MAX_S)
     spin.record(time.perf_counter() - start)
-    return True
+    return found
+
+
+def _answer_doorbell(conn: Connection, server: SliceServer, seq: int) -> None:
+    """Step as the doorbell asks; a pipe message goes only with infos or an error."""
+    ok, result = server.handle(Command.STEP, None)
+    quiet = ok and not result[0] and not result[1]
+    if not quiet:
+        _reply(conn, (ok, result), Command.STEP)
+    server.doorbell.answer(seq, has_message=not quiet)
 
 
 def _die_with_parent() -> None:
@@ -76,9 +100,16 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     if use_pdeathsig:
         _die_with_parent()
     server = SliceServer(env_fns.x, first_index)
-    poller, spinner = _poller(conn), Spin(spin)
+    poller, spinner, last_seq = _poller(conn), Spin(spin), 0
     try:
-        while _wait_for_command(conn, poller, spinner, parent):
+        while True:
+            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq)
+            if event == PARENT_GONE:
+                return
+            if event != PIPE:
+                last_seq = event
+                _answer_doorbell(conn, server, event)
+                continue
             command, payload = conn.recv()
             if command == Command.ATTACH_SHARED:
                 payload = (*payload, recv_handle(conn))
@@ -129,6 +160,8 @@ class SubprocWorker(Worker):
                  first_index: int, stop: int, spin: bool = False) -> None:
         super().__init__(index, first_index, stop)
         self.spin = Spin(spin)
+        self.bell: Doorbell | None = None  # set by the backend once shared memory is attached
+        self._bell_seq = 0  # the doorbell request awaiting its answer (0: none)
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
@@ -143,6 +176,9 @@ class SubprocWorker(Worker):
     def send(self, command: Command, payload: Any) -> None:
         if self.conn.closed:
             raise WorkerDied("was stopped")
+        if command == Command.STEP and payload is None and self.bell is not None:
+            self._bell_seq = self.bell.ring()  # actions are in shared memory already
+            return
         try:
             if command == Command.ATTACH_SHARED:
                 *rest, fd = payload
@@ -155,6 +191,13 @@ class SubprocWorker(Worker):
             raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> tuple[bool, Any]:
+        if self._bell_seq:
+            seq, self._bell_seq = self._bell_seq, 0
+            if self.bell.answered(seq) and not self.bell.has_message():
+                return True, ({}, {}, None)  # stepped, nothing to say: all is in shared memory
+            if not self.bell.answered(seq):
+                self.process.join(1.0)
+                raise WorkerDied(_describe_exit(self.process.exitcode))
         try:
             if self._has_message():
                 return self.conn.recv()
@@ -167,20 +210,37 @@ class SubprocWorker(Worker):
     def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:
         start = time.perf_counter()
         budget = max(w.spin.budget() for w in workers)
-        ready = spin_until(lambda: [w for w in workers if w._has_message()],
+        ready = spin_until(lambda: [w for w in workers if w._ready()],
                            budget if timeout is None else min(budget, timeout))
-        if ready:
-            for w in ready:
-                w.spin.record(time.perf_counter() - start)
-            return ready
-        by_handle = {}
-        for w in workers:
-            by_handle[w.conn] = w
-            by_handle[w.process.sentinel] = w
-        ready = list({id(by_handle[h]): by_handle[h] for h in wait(list(by_handle), timeout)}.values())
+        if not ready:
+            ready = cls._sleep_until_ready(workers, None if timeout is None else start + timeout)
         for w in ready:
             w.spin.record(time.perf_counter() - start)
         return ready
+
+    @staticmethod
+    def _sleep_until_ready(workers: Sequence["SubprocWorker"], deadline: float | None) -> list["SubprocWorker"]:
+        """Sleep on pipes and process sentinels; doze and look again while a doorbell is out."""
+        by_handle = {}
+        for w in workers:
+            by_handle[w.process.sentinel] = w
+            if not w._bell_seq:
+                by_handle[w.conn] = w
+        nap = NAP_MIN_S if any(w._bell_seq for w in workers) else None
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            pause = nap if remaining is None else (remaining if nap is None else min(nap, remaining))
+            ready = {id(by_handle[h]): by_handle[h] for h in wait(list(by_handle), pause)}
+            ready.update((id(w), w) for w in workers if w._bell_seq and w._ready())
+            if ready or remaining == 0.0 or nap is None:
+                return list(ready.values())
+            nap = min(2 * nap, PARENT_NAP_MAX_S)
+
+    def _ready(self) -> bool:
+        """The reply is there: the doorbell was answered, or a message waits in the pipe."""
+        if self._bell_seq:
+            return self.bell.answered(self._bell_seq)
+        return self._has_message()
 
     def _has_message(self) -> bool:
         if self._poller is None:

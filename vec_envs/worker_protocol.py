@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from vec_envs.errors import EnvCallFailed
 from vec_envs.env_slice import EnvSlice
+from vec_envs.doorbell import Doorbell
 from vec_envs.shared_memory import map_buffers
 from vec_envs.types import EnvFn
 
@@ -72,6 +73,7 @@ class SliceServer:
         self.shared = False
         self._region: Any = None
         self._actions: Any = None
+        self.doorbell: Doorbell | None = None
         try:
             self.slice = EnvSlice(env_fns, first_index)
         except Exception as exc:  # reported on the first command: the worker must not die
@@ -110,10 +112,11 @@ class SliceServer:
         return self.slice.observation_space, self.slice.action_space
 
     def _attach_shared(self, payload: tuple) -> None:
-        space, action_space, n, start, size, fd = payload
-        self._region, full, actions = map_buffers(space, action_space, n, fd, size)
+        space, action_space, n, start, size, doorbells, worker_index, fd = payload
+        self._region, full, actions, bells = map_buffers(space, action_space, n, doorbells, fd, size)
         stop = start + len(self.slice)
         self.attach(full.view(start, stop), None if actions is None else actions[start:stop])
+        self.doorbell = None if bells is None else Doorbell(bells[worker_index])
 
     def attach(self, buffers: Any, actions: Any = None) -> None:
         """Step into ``buffers`` (views the parent reads); read actions from ``actions``."""
