@@ -24,8 +24,8 @@ __all__ = ["SubprocWorker", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
 NAP_MIN_S, WORKER_NAP_MAX_S, PARENT_NAP_MAX_S = 100e-6, 5e-3, 200e-6  # dozing between doorbell looks
-PIPE = 0  # "a command came through the pipe" (doorbell requests are numbered from 1)
-PARENT_GONE = -1
+PIPE = -1  # "a command came through the pipe" (doorbell requests are numbered from 1;
+PARENT_GONE = -2  # every event is non-zero, so spin_until takes each as found)
 
 
 def _poller(conn: Connection) -> Any:
