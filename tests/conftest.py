@@ -12,6 +12,15 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.timeout(DEFAULT_TIMEOUT_S))
 
 
+@pytest.fixture
+def closing():
+    """``closing(venv)`` returns venv and closes it when the test ends, pass or fail."""
+    made = []
+    yield lambda venv: made.append(venv) or venv
+    for venv in made:
+        venv.close()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def ray_runtime_stopped_at_end():
     """Stop the session's Ray runtime (if a test started one) and check nothing of it is left."""

@@ -21,14 +21,6 @@ def seeded_fns(n=N, **kwargs):
     return [functools.partial(SeededEnv, length=3 + i, **kwargs) for i in range(n)]
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def test_shapes_and_dtypes(make, closing):
     venv = closing(make(seeded_fns()))
     assert venv.num_envs == N and venv.observation_space.shape == (3,)

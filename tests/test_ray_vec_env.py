@@ -16,11 +16,11 @@ import time
 
 import gymnasium as gym
 import numpy as np
-import psutil
 import pytest
 
 from tests import ray_runtime
-from tests.envs import DictObsEnv, FaultyEnv, SeededEnv
+from tests.helpers import alive, assert_same, fns_with, run_trace, step_until_error
+from tests.envs import DictObsEnv, SeededEnv
 from vec_envs import DummyVecEnv, RayVecEnv, ray_vec_env
 from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
 from vec_envs.ray_vec_env import connect_ray, default_cpus_per_worker
@@ -36,33 +36,11 @@ def cluster():
     return ray_runtime.ray_runtime()
 
 
-def fns_with(fault, n=4, at=2, **kwargs):
-    """n envs, env ``at`` faulty (two actors of two envs each with in_series=2)."""
-    healthy = functools.partial(SeededEnv, render_mode="rgb_array")
-    return [functools.partial(FaultyEnv, fault, **kwargs) if i == at else healthy for i in range(n)]
-
-
-def step_until_error(venv, steps=10):
-    start = time.monotonic()
-    with pytest.raises((EnvWorkerError, EnvTimeoutError)) as info:
-        for _ in range(steps):
-            venv.step(np.zeros(venv.num_envs, np.int64))
-    assert time.monotonic() - start < SECONDS
-    return info.value
-
-
 def actor_places(venv):
     """``[(node id, pid)]`` of the venv's actors, in worker order."""
     import ray
 
     return ray.get([worker.actor.where.remote() for worker in venv.workers])
-
-
-def alive(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def wait_gone(pids, seconds=SECONDS):
@@ -101,31 +79,6 @@ def test_default_cpus_ask_one_cpu_for_the_whole_venv():
 
 
 # ---------------------------------------------------------------- against DummyVecEnv
-def run(venv, actions):
-    """Seeded reset, then one step per row of ``actions``: everything a user can observe."""
-    with venv:
-        venv.seed(123)
-        trace = [venv.reset()]
-        for action in actions:
-            obs, rewards, dones, infos = venv.step(action)
-            terminal = [(i, info["terminal_observation"], info["TimeLimit.truncated"])
-                        for i, info in enumerate(infos) if "terminal_observation" in info]
-            trace.append((obs, rewards, dones, terminal))
-    return trace
-
-
-def assert_same(a, b):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            assert_same(x, y)
-    else:
-        np.testing.assert_array_equal(a, b)
-        assert np.asarray(a).dtype == np.asarray(b).dtype
 
 
 @pytest.mark.parametrize("in_series", [2, "auto"])
@@ -134,16 +87,16 @@ def test_cartpole_300_steps_identical_to_dummy(cluster, in_series):
     actions = np.random.default_rng(0).integers(0, 2, (300, 5))
     venv = RayVecEnv(fns, in_series=in_series)
     assert venv.in_series == (2 if in_series == 2 else 3)  # "auto": one actor per cluster CPU
-    trace = run(venv, actions)
-    assert_same(run(DummyVecEnv(fns), actions), trace)
+    trace = run_trace(venv, actions)
+    assert_same(run_trace(DummyVecEnv(fns), actions), trace)
     assert sum(len(terminal) for *_, terminal in trace[1:]) > 20  # many auto-resets compared
 
 
 def test_dict_observations_300_steps_identical_to_dummy(cluster):
     fns = [functools.partial(DictObsEnv, length=3 + i) for i in range(3)]
     actions = np.random.default_rng(1).uniform(-1, 1, (300, 3, 2)).astype(np.float32)
-    trace = run(RayVecEnv(fns, in_series=2), actions)
-    assert_same(run(DummyVecEnv(fns), actions), trace)
+    trace = run_trace(RayVecEnv(fns, in_series=2), actions)
+    assert_same(run_trace(DummyVecEnv(fns), actions), trace)
 
 
 def test_replies_from_the_object_store_come_back_writable(cluster):
@@ -162,7 +115,7 @@ def test_replies_from_the_object_store_come_back_writable(cluster):
 def test_env_exception_in_step_names_env_worker_method_and_traceback(cluster):
     with RayVecEnv(fns_with("step"), in_series=2) as venv:
         venv.reset()
-        err = step_until_error(venv)
+        err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvWorkerError)
     assert (err.env_index, err.worker_index, err.method) == (2, 1, "step")
     assert "FaultyEnv fails in step" in err.remote_traceback
@@ -197,7 +150,7 @@ def test_actor_killed_mid_run_names_its_envs(cluster):
         venv.step(np.zeros(4, np.int64))
         _, pid = actor_places(venv)[1]
         os.kill(pid, signal.SIGKILL)
-        err = step_until_error(venv)
+        err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvWorkerError)
     assert (err.worker_index, err.env_index, err.method) == (1, 2, "step")
     assert str(err).startswith("worker 1 (envs 2..3) died (ActorDiedError")
@@ -208,7 +161,7 @@ def test_hang_past_timeout_names_the_busy_envs_and_close_still_works(cluster):
     venv = RayVecEnv(fns_with("hang"), in_series=2, timeout=1.0)
     pids = [pid for _, pid in actor_places(venv)]
     venv.reset()
-    err = step_until_error(venv)
+    err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvTimeoutError) and err.env_indices == [2, 3]
     assert "envs [2, 3] (workers [1]) did not answer within 1.0 s" in str(err)
     with pytest.raises(EnvTimeoutError):
@@ -260,7 +213,7 @@ def test_actors_spread_over_both_nodes_and_match_dummy(cluster):
     venv = RayVecEnv(fns, in_series=1, scheduling="spread")
     places = actor_places(venv)
     assert {node for node, _ in places} == nodes, places
-    assert_same(run(DummyVecEnv(fns), actions), run(venv, actions))
+    assert_same(run_trace(DummyVecEnv(fns), actions), run_trace(venv, actions))
 
 
 def test_pack_keeps_actors_on_the_drivers_node(cluster):

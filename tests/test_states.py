@@ -58,14 +58,6 @@ class CustomStateEnv(LockedEnv):
         self.t, self.rng.bit_generator.state = state[0], state[1]
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def assert_same_steps(first, second):
     assert len(first) == len(second)
     for a, b in zip(first, second):

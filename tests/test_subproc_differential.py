@@ -8,36 +8,12 @@ import numpy as np
 import pytest
 
 from tests.backends import BACKENDS
+from tests.helpers import assert_same, run_trace
 from tests.envs import DictObsEnv
 from vec_envs import DummyVecEnv
 
 WORKER_BACKENDS = [p for p in BACKENDS if p.id != "dummy"]
 STEPS = 1000
-
-
-def assert_same(a, b):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, tuple):
-        for x, y in zip(a, b):
-            assert_same(x, y)
-    else:
-        np.testing.assert_array_equal(a, b)
-        assert np.asarray(a).dtype == np.asarray(b).dtype
-
-
-def run(venv, actions):
-    venv.seed(123)
-    trace = [venv.reset()]
-    for action in actions:
-        obs, rewards, dones, infos = venv.step(action)
-        terminal = [(i, info["terminal_observation"], info["TimeLimit.truncated"])
-                    for i, info in enumerate(infos) if "terminal_observation" in info]
-        trace.append((obs, rewards, dones, terminal))
-    venv.close()
-    return trace
 
 
 def compare(reference, trace):
@@ -59,13 +35,13 @@ def compare(reference, trace):
 def test_cartpole_1000_steps_bit_identical(make):
     fns = [lambda: gym.make("CartPole-v1")] * 5
     actions = np.random.default_rng(0).integers(0, 2, (STEPS, 5))
-    reference = run(DummyVecEnv(fns), actions)
-    assert compare(reference, run(make(fns), actions)) > 100  # many auto-resets were compared
+    reference = run_trace(DummyVecEnv(fns), actions)
+    assert compare(reference, run_trace(make(fns), actions)) > 100  # many auto-resets were compared
 
 
 @pytest.mark.parametrize("make", WORKER_BACKENDS)
 def test_dict_observations_1000_steps_bit_identical(make):
     fns = [functools.partial(DictObsEnv, length=3 + i) for i in range(3)]
     actions = np.random.default_rng(1).uniform(-1, 1, (STEPS, 3, 2)).astype(np.float32)
-    reference = run(DummyVecEnv(fns), actions)
-    assert compare(reference, run(make(fns), actions)) > 500
+    reference = run_trace(DummyVecEnv(fns), actions)
+    assert compare(reference, run_trace(make(fns), actions)) > 500

@@ -13,27 +13,13 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.envs import BadShapeEnv, FaultyEnv, SeededEnv
+from tests.helpers import alive, fns_with, step_until_error
+from tests.envs import BadShapeEnv, SeededEnv
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECONDS = 10  # an error must arrive well within this
-
-
-def fns_with(fault, n=4, at=2, **kwargs):
-    """n envs, env ``at`` faulty; two workers of two envs each."""
-    healthy = functools.partial(SeededEnv, render_mode="rgb_array")
-    return [functools.partial(FaultyEnv, fault, **kwargs) if i == at else healthy for i in range(n)]
-
-
-def step_until_error(venv, steps=10):
-    start = time.monotonic()
-    with pytest.raises((EnvWorkerError, EnvTimeoutError)) as info:
-        for _ in range(steps):
-            venv.step(np.zeros(venv.num_envs, np.int64))
-    assert time.monotonic() - start < SECONDS
-    return info.value
 
 
 @pytest.mark.parametrize("fault,method", [("step", "step"), ("render", "render")])
@@ -45,7 +31,7 @@ def test_env_exception_names_env_worker_method_and_traceback(fault, method):
                 venv.get_images()
             err = info.value
         else:
-            err = step_until_error(venv)
+            err = step_until_error(venv, SECONDS)
         assert (err.env_index, err.worker_index, err.method) == (2, 1, method)
         assert f"FaultyEnv fails in {fault}" in err.remote_traceback
         assert "Traceback (most recent call last)" in err.remote_traceback
@@ -82,7 +68,7 @@ def test_exception_in_env_method_and_close():
 def test_worker_death_mid_step_is_noticed_at_once(fault, how):
     with SubprocVecEnv(fns_with(fault), in_series=2) as venv:
         venv.reset()
-        err = step_until_error(venv)
+        err = step_until_error(venv, SECONDS)
         assert isinstance(err, EnvWorkerError)
         assert (err.worker_index, err.env_index, err.method) == (1, 2, "step")
         assert f"worker 1 (envs 2..3) {how} during step()" in str(err)
@@ -92,7 +78,7 @@ def test_hang_past_timeout_names_the_busy_envs_and_close_still_works():
     venv = SubprocVecEnv(fns_with("hang"), in_series=2, timeout=1.0)
     pids = [w.process.pid for w in venv.workers]
     venv.reset()
-    err = step_until_error(venv)
+    err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvTimeoutError) and err.env_indices == [2, 3]
     assert "envs [2, 3] (workers [1]) did not answer within 1.0 s" in str(err)
     with pytest.raises(EnvTimeoutError):
@@ -106,7 +92,7 @@ def test_hang_past_timeout_names_the_busy_envs_and_close_still_works():
 def test_wrong_shape_observation_names_both_shapes():
     with SubprocVecEnv([SeededEnv, functools.partial(BadShapeEnv, after=3)], in_series=1) as venv:
         venv.reset()
-        err = step_until_error(venv)
+        err = step_until_error(venv, SECONDS)
         assert (err.env_index, err.worker_index, err.method) == (1, 1, "step")
         assert "has shape (2,), but the observation space" in str(err) and "expects shape (3,)" in str(err)
 
@@ -148,13 +134,6 @@ PARENT_SCRIPT = textwrap.dedent("""
         venv.close()
         print("interrupted cleanly", flush=True)
 """)
-
-
-def alive(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
@@ -243,7 +222,7 @@ def test_doorbell_step_failures_are_reported(fault, how):
     assert venv.workers[0].bell is not None
     with venv:
         venv.reset()
-        err = step_until_error(venv)
+        err = step_until_error(venv, SECONDS)
         assert isinstance(err, EnvWorkerError) and err.worker_index == 0 and how in str(err)
 
 
@@ -251,7 +230,7 @@ def test_doorbell_hang_times_out_and_restart_recovers():
     venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=True, timeout=1.0)
     assert venv.workers[0].bell is not None
     venv.reset()
-    err = step_until_error(venv)
+    err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvTimeoutError) and err.env_indices == [0, 1]
     venv.close()
     venv = SubprocVecEnv(fns_with("kill", at=1, after=3), in_series=2, step_in_parent=True, on_error="restart")

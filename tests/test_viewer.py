@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import cv2
 import numpy as np
@@ -16,16 +17,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)]
 
 RENDER_SCRIPT = textwrap.dedent(f"""
-    import functools, sys, time
+    import functools, select, sys
     from vec_envs import DummyVecEnv
     from tests.envs import ColorEnv
     venv = DummyVecEnv([functools.partial(ColorEnv, c) for c in {COLORS!r}])
     venv.reset()
-    for _ in range(5):
-        venv.render(mode="human")
-        time.sleep(0.1)
+    venv.render(mode="human")
     print("shown", flush=True)
-    sys.stdin.readline()          # keep the window up until the test took its screenshot
+    while not select.select([sys.stdin], [], [], 0.05)[0]:
+        venv.render(mode="human")  # keeps the window painted until the test took its screenshot
     venv.close()
     print("closed", flush=True)
 """)
@@ -46,19 +46,37 @@ def test_human_render_shows_every_tile_in_one_window():
         proc = run_python(RENDER_SCRIPT, dict(os.environ, DISPLAY=display.name), stdin=subprocess.PIPE)
         try:
             assert proc.stdout.readline().strip() == "shown", proc.stderr.read()
-            screen = display.screenshot()
+            screen = wait_for_screen(display, lambda shot: shows(shot, expected))
             proc.stdin.write("\n")
             proc.stdin.flush()
             assert proc.stdout.readline().strip() == "closed", proc.stderr.read()
-            after_close = display.screenshot()
+            after_close = wait_for_screen(display, lambda shot: not shows(shot, expected))
         finally:
             proc.kill()
             proc.wait()
-    scores = cv2.matchTemplate(screen, expected, cv2.TM_SQDIFF)
-    _, _, (x, y), _ = cv2.minMaxLoc(scores)
-    shown = screen[y:y + expected.shape[0], x:x + expected.shape[1]]
-    np.testing.assert_array_equal(shown, expected)  # every tile, pixel for pixel, at its place
-    assert cv2.minMaxLoc(cv2.matchTemplate(after_close, expected, cv2.TM_SQDIFF))[0] > 0
+    np.testing.assert_array_equal(best_region(screen, expected), expected)  # every tile, pixel for pixel
+    assert not shows(after_close, expected)
+
+
+def best_region(screen, image):
+    """The region of ``screen`` that looks most like ``image``."""
+    _, _, (x, y), _ = cv2.minMaxLoc(cv2.matchTemplate(screen, image, cv2.TM_SQDIFF))
+    return screen[y:y + image.shape[0], x:x + image.shape[1]]
+
+
+def shows(screen, image):
+    """``image`` is on ``screen``, pixel for pixel."""
+    return np.array_equal(best_region(screen, image), image)
+
+
+def wait_for_screen(display, done, seconds=15.0):
+    """Screenshots until ``done(shot)`` (a loaded machine paints late); the last one."""
+    deadline = time.monotonic() + seconds
+    shot = display.screenshot()
+    while not done(shot) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        shot = display.screenshot()
+    return shot
 
 
 def test_human_render_without_display_is_a_clear_error_not_a_crash():

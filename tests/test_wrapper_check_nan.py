@@ -16,14 +16,6 @@ N = 4
 INF = float("inf")
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def nan_fns(bad_env, **kwargs):
     return [functools.partial(NanEnv, **kwargs) if i == bad_env else NanEnv for i in range(N)]
 

@@ -14,14 +14,6 @@ from vec_envs import DummyVecEnv
 from wrappers import StackedObservations, VecFrameStack
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 class History:
     """The reference: a plain list of each env's observations in the current episode."""
 

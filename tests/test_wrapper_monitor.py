@@ -19,14 +19,6 @@ from wrappers.vec_monitor import monitor_path
 N = 3
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def read_monitor_csv(path):
     with open(path, newline="", encoding="utf-8") as f:
         first = f.readline()

@@ -25,14 +25,6 @@ def scripted_fns(shape=(2, 3)):
     return [functools.partial(ScriptedEnv, REWARDS[i], ENDS[i], shape=shape) for i in range(N)]
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def lockstep(venv, reference, steps, seed=0):
     """Reset and step ``venv`` and the bare ``reference`` with the same seed and actions."""
     venv.seed(seed)

@@ -15,14 +15,6 @@ from wrappers import VecExtractDictObs, VecTransposeImage
 N = 2
 
 
-@pytest.fixture
-def closing():
-    made = []
-    yield lambda venv: made.append(venv) or venv
-    for venv in made:
-        venv.close()
-
-
 def assert_chw_frame(obs, t):
     assert obs.shape == (3, 4, 5) and obs.flags.c_contiguous
     for c in range(3):

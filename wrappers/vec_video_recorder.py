@@ -1,11 +1,14 @@
 """VecVideoRecorder: clips of the tiled env frames, written as H.264 MP4 files."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import signal
 import sys
 import tempfile
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -33,6 +36,22 @@ def _missing_video_modules() -> list[str]:
         if not present:
             missing.append(name)
     return missing
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold a SIGINT (Ctrl-C) until the block is done, then deliver it as usual."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _import_imageio() -> Any:
@@ -169,14 +188,16 @@ class VecVideoRecorder(VecEnvWrapper):
         elif size != self._frame_size:
             raise ValueError(FRAME_SIZE_CHANGED.format(index=self._frames, path=self.video_path,
                                                        received=size, expected=self._frame_size))
-        self._writer.append_data(frame)
+        with _interrupts_deferred():  # a Ctrl-C mid-frame would leave an unreadable file
+            self._writer.append_data(frame)
         self._frames += 1
         if self._frames >= self.video_length:
             self._finish_clip()
 
     def _finish_clip(self) -> None:
         writer, self._writer = self._writer, None
-        writer.close()
+        with _interrupts_deferred():
+            writer.close()
         self.video_paths.append(self.video_path)
 
     def close(self) -> None:

@@ -1,0 +1,65 @@
+"""Helpers shared by the backend tests: faulty batches, traces to compare, process checks."""
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from tests.envs import FaultyEnv, SeededEnv
+from vec_envs.errors import EnvTimeoutError, EnvWorkerError
+
+
+def fns_with(fault, n=4, at=2, **kwargs):
+    """n envs, env ``at`` faulty (two workers of two envs each with in_series=2)."""
+    healthy = functools.partial(SeededEnv, render_mode="rgb_array")
+    return [functools.partial(FaultyEnv, fault, **kwargs) if i == at else healthy for i in range(n)]
+
+
+def step_until_error(venv, seconds, steps=10):
+    """Step until the backend raises; the error must arrive within ``seconds``."""
+    start = time.monotonic()
+    with pytest.raises((EnvWorkerError, EnvTimeoutError)) as info:
+        for _ in range(steps):
+            venv.step(np.zeros(venv.num_envs, np.int64))
+    assert time.monotonic() - start < seconds
+    return info.value
+
+
+def run_trace(venv, actions):
+    """Seeded reset, then one step per row of ``actions``: everything a user can observe.
+    Closes ``venv``."""
+    with venv:
+        venv.seed(123)
+        trace = [venv.reset()]
+        for action in actions:
+            obs, rewards, dones, infos = venv.step(action)
+            terminal = [(i, info["terminal_observation"], info["TimeLimit.truncated"])
+                        for i, info in enumerate(infos) if "terminal_observation" in info]
+            trace.append((obs, rewards, dones, terminal))
+    return trace
+
+
+def assert_same(a, b):
+    """Equal values and dtypes, leaf by leaf, through dicts, tuples and lists."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert_same(a[key], b[key])
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same(x, y)
+    else:
+        np.testing.assert_array_equal(a, b)
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def alive(pid):
+    """The process exists and is not a zombie."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
