@@ -1,4 +1,13 @@
-from setuptools import setup
+from setuptools import Extension, setup
+
+# RunningMeanStd's one-pass uint8 kernel (VecNormalize over images). Optional: without a
+# C compiler the install goes on and wrappers/running_mean_std.py uses NumPy instead.
+rms_kernel = Extension(
+    "wrappers._rms_kernel",
+    sources=["wrappers/_rms_kernel.c"],
+    extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off"],
+    optional=True,
+)
 
 extras = {
     "atari": ["ale-py>=0.9"],
@@ -19,6 +28,7 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     packages=["vec_envs", "wrappers"],
+    ext_modules=[rms_kernel],
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.24",
@@ -30,7 +40,6 @@ setup(
     extras_require=extras,
     classifiers=[
         "Programming Language :: Python :: 3",
-        "License :: OSI Approved :: MIT License",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",
     ],
 )

@@ -13,8 +13,8 @@ from tests.backends import BACKENDS
 from tests.envs import SeededEnv
 from tests.wrapper_envs import DictFrameEnv, ScriptedEnv
 from vec_envs import DummyVecEnv
-from wrappers import RunningMeanStd, VecNormalize, VecNormalizeFileError
-from wrappers import vec_normalize
+from wrappers import RunningMeanStd, VecFrameStack, VecNormalize, VecNormalizeFileError
+from wrappers import running_mean_std, vec_normalize
 
 N = 3
 REWARDS = [[1.0, -2.0, 0.5, 3.0], [0.0, 4.0, -1.0], [2.5, 2.5, -0.5, 1.0, 0.0]]
@@ -64,6 +64,97 @@ def test_running_mean_std_merges_batches_exactly(dtype):
 def test_running_mean_std_rejects_a_wrong_shape():
     with pytest.raises(ValueError, match=r"expected a batch shaped \(batch_size, \*\(4,\)\), received shape \(2, 3\)"):
         RunningMeanStd(shape=(4,)).update(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("shape", [(7, 6, 4), (20, 30, 1)])  # within one block of columns, across blocks
+def test_the_c_kernel_is_built_and_gives_the_numpy_paths_bits(shape, monkeypatch):
+    assert running_mean_std._rms_kernel is not None, (
+        "wrappers/_rms_kernel.c was not built (no C compiler at install?): VecNormalize falls back to "
+        "NumPy, ~3x slower on images")
+    rng = np.random.default_rng(5)
+    fast, slow = RunningMeanStd(shape), RunningMeanStd(shape)
+    for size in (1, 8, 3, 256, 5):
+        batch = rng.integers(0, 256, (size, *shape), dtype=np.uint8)
+        batch[:, 0] = 200  # constant pixels: variance exactly 0
+        out_fast = fast.update_and_normalize(batch, 1e-8, 3.0)
+        fast.update(batch[:2])
+        with monkeypatch.context() as patch:
+            patch.setattr(running_mean_std, "_rms_kernel", None)
+            out_slow = slow.update_and_normalize(batch, 1e-8, 3.0)
+            slow.update(batch[:2])
+        np.testing.assert_array_equal(out_fast, out_slow)
+        np.testing.assert_array_equal(fast.mean, slow.mean)
+        np.testing.assert_array_equal(fast.var, slow.var)
+        assert fast.count == slow.count and out_fast.dtype == np.float32
+    assert np.all(fast.var[0] == 0.0)
+
+
+def test_the_c_kernel_rejects_arrays_it_cannot_use():
+    kernel = running_mean_std._rms_kernel
+    batch, mean, var = np.zeros((2, 3), np.uint8), np.zeros(3), np.ones(3)
+    cases = [((batch[:, ::2], mean[:2], var[:2], None), "not C-contiguous"),
+             ((np.zeros((300, 3), np.uint8), mean, var, None), "batch must be a C-contiguous uint8 array of 1..256 rows"),
+             ((batch, mean.astype(np.float32), var, None), "mean must be a C-contiguous array of 3 items of format 'd'"),
+             ((batch, mean, var, np.empty((2, 4), np.float32)), "out must be a C-contiguous array of 6 items")]
+    for (b, m, v, out), message in cases:
+        with pytest.raises(ValueError, match=message):
+            kernel.update_normalize_u8(b, m, v, 0.0, out, 1e-8, 10.0)
+
+
+def test_assigned_statistics_of_any_layout_are_taken_over():
+    rms = RunningMeanStd((3, 4))
+    rms.mean = np.asfortranarray(np.full((3, 4), 2.0))   # not C-contiguous
+    rms.var = np.ones((3, 4), np.float32)                # not float64
+    rms.count = 4.0
+    batch = np.full((4, 3, 4), 6, np.uint8)
+    rms.update(batch)
+    np.testing.assert_allclose(rms.mean, 4.0)
+    np.testing.assert_allclose(rms.var, (4 * 1.0 + 4 * 0.0 + 4 * 4 / 8 * 16) / 8)
+    assert rms.mean.dtype == rms.var.dtype == np.float64 and rms.count == 8.0
+
+
+class NoisyFrameEnv(gym.Env):
+    """Seeded random uint8 frames (a constant corner), episodes of 5 steps."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(0, 255, (6, 7, 2), np.uint8)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def _frame(self):
+        frame = self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
+        frame[:2, :2] = 99
+        return frame
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._frame(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._frame(), 1.0, self.t >= 5, False, {}
+
+
+@pytest.mark.parametrize("make", BACKENDS)
+def test_stacked_image_statistics_and_outputs_equal_numpy(make, closing):
+    fns = [NoisyFrameEnv] * 3
+    venv = closing(VecNormalize(VecFrameStack(make(fns), 3), norm_reward=False))
+    reference = closing(VecFrameStack(DummyVecEnv(fns), 3))
+    seen = []
+    for step, (out, ref) in enumerate(lockstep(venv, reference, steps=12)):
+        obs, raw = (out, ref) if step == 0 else (out[0], ref[0])
+        seen.append(raw)
+        everything = np.concatenate(seen)
+        mean, var = everything.mean(axis=0, dtype=np.float64), everything.var(axis=0, dtype=np.float64)
+        np.testing.assert_allclose(venv.obs_rms.mean, mean, rtol=1e-12)
+        np.testing.assert_allclose(venv.obs_rms.var, var, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(obs, normalized(raw, mean, var), rtol=1e-5, atol=1e-5)
+        for i in np.flatnonzero(ref[2]) if step else ():
+            np.testing.assert_allclose(out[3][i]["terminal_observation"],
+                                       normalized(ref[3][i]["terminal_observation"], mean, var),
+                                       rtol=1e-5, atol=1e-5)
+    assert np.all(venv.obs_rms.var[:2, :2, -2:] == 0.0)  # the newest frame's constant corner
 
 
 # ------------------------------------------------- statistics and reward scaling

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -109,24 +110,22 @@ class VecNormalize(VecEnvWrapper):
         obs = self.venv.reset()
         self.old_obs = obs
         self.returns[:] = 0.0
-        if self.training and self.norm_obs:
-            self._update_obs(obs)
-        return self.normalize_obs(obs)
+        return self._update_and_normalize(obs)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
         self.old_obs, self.old_reward = obs, rewards
-        if self.training and self.norm_obs:
-            self._update_obs(obs)
+        normalized = self._update_and_normalize(obs)
         for i in np.flatnonzero(dones):
             if "terminal_observation" in infos[i]:
                 infos[i]["terminal_observation"] = self.normalize_obs(infos[i]["terminal_observation"])
         if self.training:
-            self.returns = self.returns * self.gamma + rewards
+            self.returns *= self.gamma
+            self.returns += rewards
             self.ret_rms.update(self.returns)
         scaled = self.normalize_reward(rewards)
         self.returns[dones] = 0.0
-        return self.normalize_obs(obs), scaled, dones, infos
+        return normalized, scaled, dones, infos
 
     def reset_single_env(self, index: int) -> Any:
         obs = self.venv.reset_single_env(index)
@@ -142,6 +141,17 @@ class VecNormalize(VecEnvWrapper):
         for key in self.norm_obs_keys:
             self.obs_rms[key].update(obs[key])
 
+    def _update_and_normalize(self, obs: VecEnvObs) -> VecEnvObs:
+        """Update the statistics with a batch (when training), then normalize it."""
+        if not (self.training and self.norm_obs):
+            return self.normalize_obs(obs)
+        if self.norm_obs_keys is None:
+            return self.obs_rms.update_and_normalize(obs, self.epsilon, self.clip_obs)
+        out = dict(obs)
+        for key in self.norm_obs_keys:
+            out[key] = self.obs_rms[key].update_and_normalize(obs[key], self.epsilon, self.clip_obs)
+        return out
+
     # -------------------------------------------------------- normalization
     def normalize_obs(self, obs: Any) -> Any:
         """Normalize a batch or a single observation with the current statistics."""
@@ -155,18 +165,14 @@ class VecNormalize(VecEnvWrapper):
         return out
 
     def _normalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
-        mean = rms.mean.astype(np.float32)
-        inv_std = (1.0 / np.sqrt(rms.var + self.epsilon)).astype(np.float32)
-        out = np.subtract(x, mean, dtype=np.float32)
-        out *= inv_std
-        return np.clip(out, -self.clip_obs, self.clip_obs, out=out)
+        return rms.normalize(x, self.epsilon, self.clip_obs)
 
     def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
         """Divide by the running std of the discounted return, clip (no mean subtracted)."""
         if not self.norm_reward:
             return rewards
-        scaled = rewards / np.sqrt(self.ret_rms.var + self.epsilon)
-        return np.clip(scaled, -self.clip_reward, self.clip_reward).astype(np.float32)
+        scaled = np.divide(rewards, math.sqrt(float(self.ret_rms.var) + self.epsilon), dtype=np.float32)
+        return np.clip(scaled, -self.clip_reward, self.clip_reward, out=scaled)
 
     def get_original_obs(self) -> VecEnvObs:
         """The observations of the last reset / step, before normalization."""
