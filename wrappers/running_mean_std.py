@@ -175,9 +175,10 @@ class RunningMeanStd:
         batch_var = float(np.dot(deviations, deviations)) / n
         total = self.count + n
         w_old, w_new = self.count / total, n / total
+        self._own_statistics()
         delta = batch_mean - float(self.mean)
-        self.var = np.array(w_old * (float(self.var) + w_new * delta * delta) + w_new * batch_var)
-        self.mean = np.array(float(self.mean) + w_new * delta)
+        self.var[()] = w_old * (float(self.var) + w_new * delta * delta) + w_new * batch_var
+        self.mean[()] = float(self.mean) + w_new * delta
         self.count = float(total)
 
     # ---------------------------------------------------------- normalization
