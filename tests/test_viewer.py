@@ -54,8 +54,17 @@ def test_human_render_shows_every_tile_in_one_window():
         finally:
             proc.kill()
             proc.wait()
-    np.testing.assert_array_equal(best_region(screen, expected), expected)  # every tile, pixel for pixel
+    assert shows(screen, expected), f"the window never showed the tiles pixel for pixel; {describe(screen)}"
     assert not shows(after_close, expected)
+
+
+def describe(screen):
+    """Where something is drawn on ``screen`` (to tell a missing window from a misplaced one)."""
+    rows, cols = np.nonzero(screen.any(axis=2))
+    if len(rows) == 0:
+        return "the screen is black"
+    return (f"non-black pixels span x {cols.min()}..{cols.max()}, y {rows.min()}..{rows.max()}, colors "
+            f"{np.unique(screen[rows, cols], axis=0)[:8].tolist()}")
 
 
 def best_region(screen, image):
