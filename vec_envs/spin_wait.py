@@ -2,10 +2,13 @@
 
 A process sleeping in ``poll``/``select`` takes ~50-100 us to wake up when a message
 arrives (far more than a CartPole batch takes to step); a process polling in a loop sees
-it within ~1 us. So each side polls for a while before it sleeps: about 1.5x the waits it
-saw recently, never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. Nobody spins
-when the processes outnumber the CPUs, and a spinning process yields its CPU at every
-turn, so it never starves a process it shares a core with.
+it within ~1 us. So each side polls for a while before it sleeps: the usual wait plus four
+times its usual deviation (as TCP sets its retransmission timeout), never less than
+``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget at the mean alone misses every
+wait that runs a little long, and a worker that misses one naps past the next step (on
+Pong with VecNormalize + VecFrameStack that cost ~0.1 ms per step). Nobody spins when
+the processes outnumber the CPUs, and a spinning process yields its CPU at every turn,
+so it never starves a process it shares a core with.
 """
 from __future__ import annotations
 
@@ -33,17 +36,20 @@ class Spin:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._typical_wait = SPIN_MIN_S
+        self._mean = SPIN_MIN_S / 2
+        self._deviation = SPIN_MIN_S / 8
 
     def budget(self) -> float:
         """Seconds to poll before sleeping (0 when spinning is off)."""
         if not self.enabled:
             return 0.0
-        return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._typical_wait))
+        return min(SPIN_MAX_S, max(SPIN_MIN_S, self._mean + 4 * self._deviation))
 
     def record(self, waited: float) -> None:
         """Learn from one wait (seconds from starting to wait until the message came)."""
-        self._typical_wait += _SMOOTHING * (min(waited, SPIN_MAX_S) - self._typical_wait)
+        error = min(waited, SPIN_MAX_S) - self._mean
+        self._mean += _SMOOTHING * error
+        self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
 
 
 def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
