@@ -252,3 +252,25 @@ def test_doorbell_results_equal_dummy():
             np.testing.assert_array_equal(rew, rew_r)
             np.testing.assert_array_equal(done, done_r)
             assert [set(i) for i in infos] == [set(i) for i in infos_r]
+
+
+def test_a_worker_asleep_past_its_spin_budget_is_woken_through_the_pipe():
+    from vec_envs import DummyVecEnv
+
+    fns = [functools.partial(SeededEnv, length=4 + i) for i in range(4)]
+    actions = np.random.default_rng(2).integers(0, 3, (12, 4))
+    with SubprocVecEnv(fns, in_series=2, step_in_parent=True) as venv, DummyVecEnv(fns) as ref:
+        bell = venv.workers[0].bell
+        venv.seed(4), ref.seed(4)
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        for k, a in enumerate(actions):
+            if k % 2:
+                deadline = time.monotonic() + 5.0   # far past the 2 ms spin budget: it sleeps
+                while not bell.sleeping() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert bell.sleeping()
+            obs, rew, done, infos = venv.step(a)      # sent through the pipe when asleep
+            obs_r, rew_r, done_r, infos_r = ref.step(a)
+            np.testing.assert_array_equal(obs, obs_r)
+            np.testing.assert_array_equal(rew, rew_r)
+            np.testing.assert_array_equal(done, done_r)

@@ -5,6 +5,11 @@ at all: the parent bumps ``requested``, the (spinning) worker sees it within a
 microsecond, steps, and bumps ``answered``. A pipe message follows only when there is
 something to say (non-empty infos, an error), and says so with ``has_message``.
 
+A worker that waited past its spin budget goes to sleep on its pipe and says so
+(``sleeping``); the parent then sends that step through the pipe, which wakes it at
+once, instead of ringing a bell nobody watches. (Should the two cross, the sleeping
+worker still looks at the bell between naps.)
+
 Ordering: the parent writes the actions before it rings, the worker writes the results
 (and sends any message) before it answers; x86-64 keeps stores in order as seen from
 another core, so a rung bell means the actions are there and an answer means the results
@@ -19,7 +24,7 @@ import numpy as np
 __all__ = ["Doorbell", "supported", "SLOTS"]
 
 SLOTS = 8  # int64 slots per worker: one 64-byte cache line, so workers never share one
-_REQUESTED, _ANSWERED, _HAS_MESSAGE = 0, 1, 2
+_REQUESTED, _ANSWERED, _HAS_MESSAGE, _SLEEPING = 0, 1, 2, 3
 
 
 def supported() -> bool:
@@ -64,6 +69,14 @@ class Doorbell:
         """Worker: the sequence number of a new request, or 0 if none since ``last``."""
         seq = self._slots[_REQUESTED]
         return seq if seq != last else 0
+
+    def sleeping(self) -> bool:
+        """Parent: is the worker asleep on its pipe (so a bell would go unheard for a while)?"""
+        return bool(self._slots[_SLEEPING])
+
+    def set_sleeping(self, asleep: bool) -> None:
+        """Worker: about to sleep on the pipe (True), or awake again (False)."""
+        self._slots[_SLEEPING] = int(asleep)
 
     def answer(self, seq: int, has_message: bool) -> None:
         """Worker: request ``seq`` is done (its message, if any, is already sent)."""

@@ -5,8 +5,8 @@ arrives (far more than a CartPole batch takes to step); a process polling in a l
 it within ~1 us. So each side polls for a while before it sleeps: the usual wait plus four
 times its usual deviation (as TCP sets its retransmission timeout), never less than
 ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget at the mean alone misses every
-wait that runs a little long, and a worker that misses one naps past the next step (on
-Pong with VecNormalize + VecFrameStack that cost ~0.1 ms per step). Nobody spins when
+wait that runs a little long, and each miss costs a wake-up (a worker past its budget
+sleeps until the parent's next command comes through its pipe). Nobody spins when
 the processes outnumber the CPUs, and a spinning process yields its CPU at every turn,
 so it never starves a process it shares a core with.
 """

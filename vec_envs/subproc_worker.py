@@ -39,14 +39,21 @@ def _poller(conn: Connection) -> Any:
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell: Doorbell | None,
                    last_seq: int) -> int:
-    """Spin, then doze, until the doorbell rings (its sequence number), a command comes
-    through the pipe (PIPE), or the parent is gone (PARENT_GONE)."""
+    """Spin, then sleep, until the doorbell rings (its sequence number), a command comes
+    through the pipe (PIPE), or the parent is gone (PARENT_GONE).
+
+    Asleep, the worker says so on its bell, so the parent sends the next step through the
+    pipe and wakes it at once; it still looks at the bell between naps in case the two
+    crossed (a bell rung just as it fell asleep)."""
     def event() -> int | None:
         seq = bell.requested(last_seq) if bell is not None else 0
         return seq or (PIPE if poller is None or poller.poll(0) else None)
 
     start = time.perf_counter()
     found = spin_until(event, spin.budget())
+    if found is None and bell is not None:
+        bell.set_sleeping(True)  # from now on the parent sends through the pipe
+        found = event()
     nap = NAP_MIN_S
     while found is None:
         if conn.poll(PARENT_CHECK_S if bell is None else nap):
@@ -55,6 +62,8 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell:
             return PARENT_GONE
         else:
             found, nap = event(), min(2 * nap, WORKER_NAP_MAX_S)
+    if bell is not None:
+        bell.set_sleeping(False)
     spin.record(time.perf_counter() - start)
     return found
 
@@ -176,7 +185,7 @@ class SubprocWorker(Worker):
     def send(self, command: Command, payload: Any) -> None:
         if self.conn.closed:
             raise WorkerDied("was stopped")
-        if command == Command.STEP and payload is None and self.bell is not None:
+        if command == Command.STEP and payload is None and self.bell is not None and not self.bell.sleeping():
             self._bell_seq = self.bell.ring()  # actions are in shared memory already
             return
         try:
