@@ -2,9 +2,9 @@
 
 A process sleeping in ``poll``/``select`` takes ~50-100 us to wake up when a message
 arrives (far more than a CartPole batch takes to step); a process polling in a loop sees
-it within ~1 us. So each side polls for a while before it sleeps: the usual wait plus four
-times its usual deviation (as TCP sets its retransmission timeout), never less than
-``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget at the mean alone misses every
+it within ~1 us. So each side polls for a while before it sleeps: 1.5x the usual wait,
+or the usual wait plus four times its usual deviation if that is longer (as TCP sets its
+retransmission timeout), never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget at the mean alone misses every
 wait that runs a little long, and each miss costs a wake-up (a worker past its budget
 sleeps until the parent's next command comes through its pipe). Nobody spins when
 the processes outnumber the CPUs, and a spinning process yields its CPU at every turn,
@@ -43,7 +43,7 @@ class Spin:
         """Seconds to poll before sleeping (0 when spinning is off)."""
         if not self.enabled:
             return 0.0
-        return min(SPIN_MAX_S, max(SPIN_MIN_S, self._mean + 4 * self._deviation))
+        return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
 
     def record(self, waited: float) -> None:
         """Learn from one wait (seconds from starting to wait until the message came)."""
