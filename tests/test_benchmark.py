@@ -81,3 +81,16 @@ def test_targets_table_lists_every_workload(run: subprocess.CompletedProcess) ->
     targets = run.stdout.split("## Targets", 1)[1]
     for w in WORKLOADS:
         assert f"| {w} | best of ours / Sync (DummyVecEnv) |" in targets
+
+
+@pytest.mark.parametrize("script,args,pattern", [
+    ("bench_agent_pause.py", ["--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
+     rf"pause +2\.0 ms: step median {NUMBER} ms, p90 {NUMBER} ms, mean {NUMBER} ms"),
+    ("bench_wrappers.py", ["--env", "synthetic", "--backend", "subproc", "--steps", "2", "--rounds", "4"],
+     rf"wrappers add +: +-?{NUMBER} ms/step .*\noverhead +: [+-]{NUMBER} % \((meets|misses)"),
+])
+def test_the_other_bench_scripts_print_their_figures(script, args, pattern):
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / script), *args], capture_output=True, text=True,
+                          timeout=110)
+    assert done.returncode == 0, done.stderr
+    assert re.search(pattern, done.stdout, re.S), done.stdout
