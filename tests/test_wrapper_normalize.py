@@ -35,6 +35,18 @@ def lockstep(venv, reference, steps, seed=0):
         yield venv.step(actions), reference.step(actions)
 
 
+def with_moments(pairs):
+    """For each ``(out, ref)`` of ``lockstep``: the step, both, the normalized and the raw
+    observations, and NumPy's mean / var over every raw observation so far."""
+    seen = []
+    for step, (out, ref) in enumerate(pairs):
+        obs, raw = (out, ref) if step == 0 else (out[0], ref[0])
+        seen.append(raw)
+        everything = np.concatenate(seen)
+        yield (step, out, ref, obs, raw, everything.mean(axis=0, dtype=np.float64),
+               everything.var(axis=0, dtype=np.float64))
+
+
 def normalized(raw, mean, var, eps=1e-8, clip=10.0):
     return np.clip((raw - mean) / np.sqrt(var + eps), -clip, clip)
 
@@ -141,12 +153,7 @@ def test_stacked_image_statistics_and_outputs_equal_numpy(make, closing):
     fns = [NoisyFrameEnv] * 3
     venv = closing(VecNormalize(VecFrameStack(make(fns), 3), norm_reward=False))
     reference = closing(VecFrameStack(DummyVecEnv(fns), 3))
-    seen = []
-    for step, (out, ref) in enumerate(lockstep(venv, reference, steps=12)):
-        obs, raw = (out, ref) if step == 0 else (out[0], ref[0])
-        seen.append(raw)
-        everything = np.concatenate(seen)
-        mean, var = everything.mean(axis=0, dtype=np.float64), everything.var(axis=0, dtype=np.float64)
+    for step, out, ref, obs, raw, mean, var in with_moments(lockstep(venv, reference, steps=12)):
         np.testing.assert_allclose(venv.obs_rms.mean, mean, rtol=1e-12)
         np.testing.assert_allclose(venv.obs_rms.var, var, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(obs, normalized(raw, mean, var), rtol=1e-5, atol=1e-5)
@@ -177,15 +184,11 @@ class RewardReference:
 def test_statistics_and_reward_scaling_equal_numpy_references(make, closing):
     venv = closing(VecNormalize(make(scripted_fns()), gamma=0.9, clip_reward=100.0))
     reference = closing(DummyVecEnv(scripted_fns()))
-    rewards_ref, seen, ends = RewardReference(N, gamma=0.9, clip=100.0), [], 0
-    for step, (out, ref) in enumerate(lockstep(venv, reference, steps=16)):
-        obs, raw = (out, ref) if step == 0 else (out[0], ref[0])
-        seen.append(raw)
-        everything = np.concatenate(seen)
-        mean, var = everything.mean(axis=0, dtype=np.float64), everything.var(axis=0, dtype=np.float64)
+    rewards_ref, ends = RewardReference(N, gamma=0.9, clip=100.0), 0
+    for step, out, ref, obs, raw, mean, var in with_moments(lockstep(venv, reference, steps=16)):
         np.testing.assert_allclose(venv.obs_rms.mean, mean, rtol=1e-6)
         np.testing.assert_allclose(venv.obs_rms.var, var, rtol=1e-6)
-        assert venv.obs_rms.count == len(everything)
+        assert venv.obs_rms.count == (step + 1) * N
         np.testing.assert_array_equal(venv.get_original_obs(), raw)
         assert obs.dtype == np.float32 and obs.shape == (N, 2, 3)
         np.testing.assert_allclose(obs, normalized(raw, mean, var), rtol=1e-5, atol=1e-5)
@@ -200,7 +203,7 @@ def test_statistics_and_reward_scaling_equal_numpy_references(make, closing):
             np.testing.assert_allclose(out[3][i]["terminal_observation"],
                                        normalized(ref[3][i]["terminal_observation"], mean, var),
                                        rtol=1e-5, atol=1e-5)
-    assert len(seen) == 17 and ends == 7  # the script's episode ends
+    assert step == 16 and ends == 7  # the script's episode ends
     assert np.all(np.sign(out[1]) == np.sign(ref[1]))  # no mean subtracted
 
 
