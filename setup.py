@@ -1,4 +1,4 @@
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 # RunningMeanStd's one-pass uint8 kernel (VecNormalize over images). Optional: without a
 # C compiler the install goes on and wrappers/running_mean_std.py uses NumPy instead.
@@ -27,7 +27,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="MIT",
-    packages=["vec_envs", "wrappers"],
+    packages=find_packages(include=["vec_envs", "vec_envs.*", "wrappers", "wrappers.*"]),
     ext_modules=[rms_kernel],
     python_requires=">=3.10",
     install_requires=[

@@ -117,8 +117,8 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"}),
     Method("envpool", "EnvPool", "envpool", workloads=("W1", "W2", "W3", "W4")),
 ]}
-OURS_MODULES = {"DummyVecEnv": "vec_envs.dummy_vec_env", "SubprocVecEnv": "vec_envs.subproc_vec_env",
-                "RayVecEnv": "vec_envs.ray_vec_env"}
+OURS_MODULES = {"DummyVecEnv": "vec_envs.dummy_vec_env", "SubprocVecEnv": "vec_envs.subproc.subproc_vec_env",
+                "RayVecEnv": "vec_envs.ray.ray_vec_env"}
 
 
 def load_ours(name: str) -> type:

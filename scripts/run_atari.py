@@ -32,7 +32,7 @@ from tqdm import tqdm
 import vec_envs
 from vec_envs import VecEnvBase
 from vec_envs.errors import VecEnvError
-from vec_envs.opencv_viewer import check_display
+from vec_envs.rendering.opencv_viewer import check_display
 from wrappers import VecFrameStack, VecVideoRecorder
 from wrappers.atari import make_atari_env, resolve_atari_id
 

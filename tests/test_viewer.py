@@ -109,7 +109,7 @@ def test_human_render_without_display_is_a_clear_error_not_a_crash():
 
 
 def test_human_render_with_unreachable_display_is_a_clear_error():
-    proc = run_python("from vec_envs.opencv_viewer import check_display\n"
+    proc = run_python("from vec_envs.rendering.opencv_viewer import check_display\n"
                       "try:\n    check_display()\nexcept Exception as e:\n    print(e)",
                       dict(os.environ, DISPLAY=":12345"))
     out, err = proc.communicate(timeout=60)

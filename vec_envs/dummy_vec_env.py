@@ -5,8 +5,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vec_envs.batching import copy_obs
-from vec_envs.env_slice import EnvSlice
+from vec_envs.spaces.batching import copy_obs
+from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.errors import EnvCallFailed
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase

@@ -7,10 +7,10 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.env_state import EnvState
+from vec_envs.planning.env_state import EnvState
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
-from vec_envs.tile_images import tile_images
+from vec_envs.rendering.tile_images import tile_images
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
@@ -179,7 +179,7 @@ class VecEnvBase(ABC):
         """Snapshots of the envs named by ``indices`` (None = all), in index order.
 
         A state is opaque and picklable; it restores into an env made the same way
-        (see ``vec_envs.env_state`` for where it comes from).
+        (see ``vec_envs.planning.env_state`` for where it comes from).
 
         Example:
             >>> states = venv.get_states()                    # doctest: +SKIP
@@ -234,7 +234,7 @@ class VecEnvBase(ABC):
             raise ValueError(f"render(): mode must be one of {RENDER_MODES}, received {mode!r}")
         self._check_open("render")
         if mode == "human" and self._viewer is None:
-            from vec_envs.opencv_viewer import OpenCVViewer
+            from vec_envs.rendering.opencv_viewer import OpenCVViewer
 
             self._viewer = OpenCVViewer(f"vec_envs: {type(self).__name__} {id(self):x}")
         img = tile_images(self.get_images())

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.batching import get_row
+from vec_envs.spaces.batching import get_row
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 

@@ -12,10 +12,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from vec_envs.batching import BatchBuffers, copy_obs, get_row, make_writer
-from vec_envs.env_state import get_env_state, set_env_state
+from vec_envs.spaces.batching import BatchBuffers, copy_obs, get_row, make_writer
+from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
-from vec_envs.old_gym_adapter import as_gymnasium_env
+from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
 __all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped"]
@@ -157,7 +157,7 @@ class EnvSlice:
         return [is_wrapped(self.envs[k], wrapper_class) for k in ks]
 
     def get_states(self, ks: Sequence[int]) -> list[Any]:
-        """A snapshot of each env ``k`` in ``ks`` (see ``vec_envs.env_state``)."""
+        """A snapshot of each env ``k`` in ``ks`` (see ``vec_envs.planning.env_state``)."""
         return [self._call(k, "get_state", lambda k=k: get_env_state(self.envs[k], self.first_index + k))
                 for k in ks]
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from vec_envs.errors import EnvCallFailed
-from vec_envs.env_slice import EnvSlice
-from vec_envs.doorbell import Doorbell
-from vec_envs.shared_memory import map_buffers
+from vec_envs.stepping.env_slice import EnvSlice
+from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.spaces.shared_memory import map_buffers
 from vec_envs.types import EnvFn
 
 __all__ = ["Command", "WorkerFailure", "SliceServer"]

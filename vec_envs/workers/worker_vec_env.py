@@ -14,13 +14,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from vec_envs.batching import BatchBuffers, copy_obs, write_rows
+from vec_envs.spaces.batching import BatchBuffers, copy_obs, write_rows
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
-from vec_envs.local_worker import LocalWorker
+from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
-from vec_envs.worker import Worker, WorkerDied
-from vec_envs.worker_protocol import Command, WorkerFailure
+from vec_envs.workers.worker import Worker, WorkerDied
+from vec_envs.workers.protocol import Command, WorkerFailure
 
 __all__ = ["WorkerVecEnv", "split_into_slices", "resolve_in_series"]
 

@@ -14,11 +14,11 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any, Iterator, Sequence
 
-from vec_envs.cloudpickle_wrapper import CloudpickleWrapper
-from vec_envs.doorbell import Doorbell
-from vec_envs.spin_wait import Spin, spin_until
-from vec_envs.worker import Worker, WorkerDied
-from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
+from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
+from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.workers.worker import Worker, WorkerDied
+from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
 __all__ = ["SubprocWorker", "worker_main"]
 

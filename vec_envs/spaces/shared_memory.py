@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.batching import BatchBuffers
-from vec_envs.doorbell import SLOTS
+from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc.doorbell import SLOTS
 
 __all__ = ["SharedBuffers", "map_buffers"]
 

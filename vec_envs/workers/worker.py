@@ -4,7 +4,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from vec_envs.worker_protocol import Command
+from vec_envs.workers.protocol import Command
 
 __all__ = ["Worker", "WorkerDied"]
 

@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any, Mapping, Sequence
 
 from vec_envs.types import EnvFn
-from vec_envs.worker import Worker
-from vec_envs.worker_vec_env import WorkerVecEnv, resolve_in_series
+from vec_envs.workers.worker import Worker
+from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
 __all__ = ["RayVecEnv", "import_ray", "connect_ray"]
 
@@ -102,7 +102,7 @@ class RayVecEnv(WorkerVecEnv):
         if num_cpus_per_worker is not None and not num_cpus_per_worker >= 0:
             raise ValueError(f"num_cpus_per_worker must be a number >= 0 or None, received {num_cpus_per_worker!r}")
         self._ray = import_ray()
-        from vec_envs.ray_worker import RayWorker
+        from vec_envs.ray.ray_worker import RayWorker
 
         self.worker_class = RayWorker
         self.address, self.scheduling = address, scheduling

@@ -16,8 +16,8 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from vec_envs.types import EnvFn
-from vec_envs.worker import Worker, WorkerDied
-from vec_envs.worker_protocol import Command, SliceServer, WorkerFailure
+from vec_envs.workers.worker import Worker, WorkerDied
+from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
 __all__ = ["SliceActor", "RayWorker"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from vec_envs.types import EnvFn
-from vec_envs.worker import Worker
-from vec_envs.worker_protocol import Command, SliceServer
+from vec_envs.workers.worker import Worker
+from vec_envs.workers.protocol import Command, SliceServer
 
 __all__ = ["LocalWorker"]
 

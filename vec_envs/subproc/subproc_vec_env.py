@@ -4,15 +4,15 @@ from __future__ import annotations
 import multiprocessing as mp
 from typing import Sequence
 
-from vec_envs import doorbell
-from vec_envs.batching import BatchBuffers, is_fixed_size
-from vec_envs.doorbell import Doorbell
-from vec_envs.mpi_env_vars import clear_mpi_env_vars
-from vec_envs.shared_memory import SharedBuffers
-from vec_envs.subproc_worker import SubprocWorker
+from vec_envs.subproc import doorbell
+from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
+from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
+from vec_envs.spaces.shared_memory import SharedBuffers
+from vec_envs.subproc.subproc_worker import SubprocWorker
 from vec_envs.types import EnvFn
-from vec_envs.worker_protocol import Command
-from vec_envs.worker_vec_env import WorkerVecEnv, available_cpus, resolve_in_series
+from vec_envs.workers.protocol import Command
+from vec_envs.workers.worker_vec_env import WorkerVecEnv, available_cpus, resolve_in_series
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
 
@@ -68,7 +68,7 @@ class SubprocVecEnv(WorkerVecEnv):
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
         self._ctx = mp.get_context(method)
         if method == "forkserver":
-            self._ctx.set_forkserver_preload(["vec_envs.subproc_worker"])
+            self._ctx.set_forkserver_preload(["vec_envs.subproc.subproc_worker"])
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         if step_in_parent is None:

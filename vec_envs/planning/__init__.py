@@ -1,0 +1,1 @@
+"""Env states for planning: snapshots of any env, ALE's own snapshots."""

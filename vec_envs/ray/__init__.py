@@ -1,0 +1,1 @@
+"""The Ray transport: RayVecEnv and its actor worker."""

@@ -1,0 +1,1 @@
+"""Rendering: tile_images and the OpenCV window."""

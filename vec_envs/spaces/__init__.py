@@ -1,0 +1,1 @@
+"""Space helpers: batch buffers per space and shared memory laid out the same way."""

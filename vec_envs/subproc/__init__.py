@@ -1,0 +1,1 @@
+"""The subprocess transport: SubprocVecEnv, its worker process, doorbells and spin-waiting."""
