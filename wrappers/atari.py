@@ -429,6 +429,19 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
                         f"{exc}") from None
 
 
+def _make_engine_venv(vec_env_cls: Any, env_id: str, num_envs: int, seed: int | None,
+                      vec_env_kwargs: dict[str, Any] | None, wrapper_kwargs: dict[str, Any],
+                      env_kwargs: dict[str, Any], monitor_dir: str | None) -> VecEnvBase:
+    """``make_atari_env`` for a backend that preprocesses in its own engine (``ALEVecEnv``):
+    the same options, by name, without Python env factories."""
+    if monitor_dir is not None:
+        raise ValueError(f"make_atari_env: monitor_dir is not available with {vec_env_cls.__name__} (its envs "
+                         f"are C++ emulators); wrap it instead: VecMonitor(venv, filename='{monitor_dir}/"
+                         f"monitor.csv') writes one SB3-format CSV for all envs")
+    kwargs = {**env_kwargs, **wrapper_kwargs, **(vec_env_kwargs or {})}
+    return vec_env_cls(env_id, num_envs, seed=seed, **kwargs)
+
+
 def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
                    vec_env_cls: type[VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
@@ -445,7 +458,9 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
         env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
         num_envs: number of envs.
         seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
-        vec_env_cls: the backend; default ``SubprocVecEnv``.
+        vec_env_cls: the backend; default ``SubprocVecEnv``. ``ALEVecEnv`` takes the same
+            ``wrapper_kwargs`` and ``env_kwargs`` and preprocesses in C++ (``vec_env_kwargs``
+            may add ``frame_stack``, ``batch_size``, ``num_threads``).
         vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
         wrapper_kwargs: keyword arguments of ``wrap_deepmind``.
         env_kwargs: keyword arguments of ``make_atari`` (``render_mode``,
@@ -463,6 +478,9 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
     _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
+    if getattr(vec_env_cls, "preprocesses_atari", False):  # ALEVecEnv: the engine builds the envs
+        return _make_engine_venv(vec_env_cls, resolved_id, int(num_envs), seed, vec_env_kwargs, wrapper_kwargs,
+                                 env_kwargs, monitor_dir)
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
     if vec_env_cls is None:

@@ -122,10 +122,10 @@ class AtariOptions:
         batching). Rewards come raw (clipped by ALEVecEnv, which also sums the real
         score); a lost life is reported (``life_loss_info``), never a reset."""
         height, width = self.frame_size
-        return dict(frame_skip=self.frame_skip, stack_num=self.frame_stack, img_height=height,
-                    img_width=width, grayscale=self.channels == 1, maxpool=self.frame_skip > 1,
-                    noop_max=self.noop_max, use_fire_reset=self.fire_reset is not False,
-                    episodic_life=False, life_loss_info=self.episode_life, reward_clipping=False,
-                    max_episode_steps=self.max_num_frames_per_episode,
-                    repeat_action_probability=float(self.repeat_action_probability),
-                    full_action_space=self.full_action_space)
+        return {"frame_skip": self.frame_skip, "stack_num": self.frame_stack, "img_height": height,
+                "img_width": width, "grayscale": self.channels == 1, "maxpool": self.frame_skip > 1,
+                "noop_max": self.noop_max, "use_fire_reset": self.fire_reset is not False,
+                "episodic_life": False, "life_loss_info": self.episode_life, "reward_clipping": False,
+                "max_episode_steps": self.max_num_frames_per_episode,
+                "repeat_action_probability": float(self.repeat_action_probability),
+                "full_action_space": self.full_action_space}

@@ -115,6 +115,9 @@ class ALEVecEnv(VecEnvBase):
         ((2, 84, 84, 4), dtype('uint8'), ['episode_frame_number', 'frame_number', 'lives'])
     """
 
+    #: ``make_atari_env(..., vec_env_cls=ALEVecEnv)`` hands it the options, not env factories
+    preprocesses_atari = True
+
     def __init__(self, game: str, num_envs: int, *, seed: int | None = None, batch_size: int | None = None,
                  num_threads: int | None = None, frame_stack: int = 1, timeout: float | None = None,
                  render_mode: str | None = None, **preprocessing: Any) -> None:
@@ -132,7 +135,8 @@ class ALEVecEnv(VecEnvBase):
         self._init_batching(int(num_envs), batch_size)
         self._engine = self._build_engine()
         observation_space = spaces.Box(0, 255, self.options.observation_shape, np.uint8)
-        action_space = spaces.Discrete(len(self._engine.get_action_set()))
+        self._n_actions = len(self._engine.get_action_set())
+        action_space = spaces.Discrete(self._n_actions)
         super().__init__(int(num_envs), observation_space, action_space)
         self.tracker = EpisodeTracker(self.num_envs, self.options.clip_rewards)
         self._frames: list[tuple[np.ndarray, int] | None] = [None] * self.num_envs
@@ -248,7 +252,7 @@ class ALEVecEnv(VecEnvBase):
                 busy = self._busy_envs()
                 raise EnvTimeoutError(f"ALEVecEnv.{method}(): no batch of {self.batch_size} envs finished "
                                       f"within {timeout} s; envs still busy: {busy}",
-                                      env_indices=busy, method=method, timeout=float(timeout)) from None
+                                      env_indices=busy, method=method, timeout=float(timeout or 0.0)) from None
             self._waiting = None
         self._in_engine -= self.batch_size
         return result
@@ -300,7 +304,7 @@ class ALEVecEnv(VecEnvBase):
                                                         num_envs=self.num_envs))
 
     def _check_action_values(self, actions: np.ndarray, method: str, env_ids: np.ndarray | None = None) -> None:
-        n = int(self.action_space.n)
+        n = self._n_actions
         bad = np.flatnonzero((actions < 0) | (actions >= n))
         if len(bad):
             row = int(bad[0])

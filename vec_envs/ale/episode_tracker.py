@@ -10,7 +10,7 @@ reset row ``frame_number - previous frame_number`` exceeds the episode's count.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,17 +20,13 @@ __all__ = ["EpisodeTracker", "StepRows"]
 INFO_KEYS = ("lives", "episode_frame_number", "frame_number")
 
 
-class StepRows:
+class StepRows(NamedTuple):
     """One batch of stepped rows, bookkept: rewards to hand out and the envs reset."""
 
-    __slots__ = ("rewards", "dones", "reset", "infos")
-
-    def __init__(self, rewards: np.ndarray, dones: np.ndarray, reset: np.ndarray,
-                 infos: list[dict[str, Any]]) -> None:
-        self.rewards = rewards
-        self.dones = dones
-        self.reset = reset
-        self.infos = infos
+    rewards: np.ndarray
+    dones: np.ndarray
+    reset: np.ndarray
+    infos: list[dict[str, Any]]
 
 
 class EpisodeTracker:
