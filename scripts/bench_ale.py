@@ -133,7 +133,8 @@ def table(results: dict[str, list[float]]) -> str:
     for key, rates in results.items():
         median = statistics.median(rates)
         runs = ", ".join(f"{rate:.0f}" for rate in rates)
-        rows.append(f"| {METHODS[key][0]} | {median:.0f} | {runs} | {median / base:.2f} |")
+        ratio = f"{median / base:.2f}" if base == base else "-"  # no SyncVectorEnv cell: no ratio
+        rows.append(f"| {METHODS[key][0]} | {median:.0f} | {runs} | {ratio} |")
     return "\n".join(rows)
 
 

@@ -3,6 +3,7 @@ ALE can honour it, clear errors where it cannot, and the wrappers on top."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -305,3 +306,26 @@ def test_make_atari_env_builds_it_with_the_same_option_names(closing):
         make_atari_env("Breakout", 2, vec_env_cls=ALEVecEnv, monitor_dir="runs")
     with pytest.raises(TypeError, match=r"unknown option\(s\) \['mode'\]"):
         make_atari_env("Breakout", 2, vec_env_cls=ALEVecEnv, env_kwargs={"mode": 0})
+
+
+# ------------------------------------------------------------------ the scripts
+def run_script(name, *args, cwd=REPO):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, os.path.join(REPO, "scripts", name), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_atari_backend_ale_reports_real_scores_and_records_video(tmp_path):
+    proc = run_script("run_atari.py", "--backend", "ale", "--num-envs", "2", "--steps", "2000",
+                      "--video", str(tmp_path), "--video-length", "5", "--video-interval", "500")
+    assert proc.returncode == 0, proc.stderr
+    assert "on ale, obs (84, 84, 4)" in proc.stdout
+    assert proc.stdout.count("summary: steps 2000 |") == 1
+    clips = sorted(os.listdir(tmp_path))
+    assert clips and all(clip.endswith(".mp4") for clip in clips)
+
+
+def test_bench_ale_runs_its_cells_side_by_side():
+    proc = run_script("bench_ale.py", "--methods", "ale", "--repeats", "1", "--window", "0.2", "--warmup", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^\| ALEVecEnv\(frame_stack=4\), step\(\) \| \d+ \| \d+ \| - \|$", proc.stdout, re.M)
