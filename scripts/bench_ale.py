@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SCRIPTS = Path(__file__).resolve().parent
 for _path in (str(SCRIPTS), str(SCRIPTS.parent)):
@@ -31,7 +33,7 @@ import benchmark  # noqa: E402
 from bench_envs import WORKLOADS, make_env  # noqa: E402
 
 WORKLOAD = WORKLOADS["W4"]
-W4_OPTIONS = {"frame_stack": 4, "repeat_action_probability": 0.25, "episode_life": False, "fire_reset": False,
+W4_OPTIONS: dict[str, Any] = {"frame_stack": 4, "repeat_action_probability": 0.25, "episode_life": False, "fire_reset": False,
               "clip_rewards": False, "noop_max": 30}
 
 
@@ -120,7 +122,7 @@ def run_cell(key: str, args: argparse.Namespace) -> float:
     """One cell in a fresh process; its env steps per second."""
     cmd = [sys.executable, __file__, "--cell", key, "--window", str(args.window), "--warmup", str(args.warmup),
            "--seed", str(args.seed)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.startswith(benchmark.MARK)]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"cell {key} failed:\n{out.stderr[-2000:]}")
@@ -133,7 +135,7 @@ def table(results: dict[str, list[float]]) -> str:
     for key, rates in results.items():
         median = statistics.median(rates)
         runs = ", ".join(f"{rate:.0f}" for rate in rates)
-        ratio = f"{median / base:.2f}" if base == base else "-"  # no SyncVectorEnv cell: no ratio
+        ratio = f"{median / base:.2f}" if not math.isnan(base) else "-"  # no SyncVectorEnv cell
         rows.append(f"| {METHODS[key][0]} | {median:.0f} | {runs} | {ratio} |")
     return "\n".join(rows)
 
