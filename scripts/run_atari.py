@@ -182,7 +182,7 @@ def make_venv(args: argparse.Namespace, env_id: str) -> VecEnvBase:
         venv = make_atari_env(env_id, args.num_envs, seed=args.seed, vec_env_cls=backend_class(args.backend),
                               vec_env_kwargs=vec_env_kwargs, env_kwargs=env_kwargs,
                               monitor_dir=args.monitor_dir)
-    except ImportError as exc:  # e.g. RayVecEnv without ray installed
+    except (ImportError, ValueError) as exc:  # RayVecEnv without ray; ALEVecEnv with --monitor-dir
         raise UsageError(f"--backend {args.backend}: {exc}") from None
     if args.frame_stack > 1 and args.backend != "ale":  # ALEVecEnv stacks in C++
         venv = VecFrameStack(venv, n_stack=args.frame_stack)

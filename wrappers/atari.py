@@ -436,8 +436,8 @@ def _make_engine_venv(vec_env_cls: Any, env_id: str, num_envs: int, seed: int | 
     the same options, by name, without Python env factories."""
     if monitor_dir is not None:
         raise ValueError(f"make_atari_env: monitor_dir is not available with {vec_env_cls.__name__} (its envs "
-                         f"are C++ emulators); wrap it instead: VecMonitor(venv, filename='{monitor_dir}/"
-                         f"monitor.csv') writes one SB3-format CSV for all envs")
+                         f"are C++ emulators, no Python env writes a CSV); each game's real score is in "
+                         f"infos[i]['episode'], or use vec_env_cls=SubprocVecEnv for per-env monitor files")
     kwargs = {**env_kwargs, **wrapper_kwargs, **(vec_env_kwargs or {})}
     return vec_env_cls(env_id, num_envs, seed=seed, **kwargs)
 
