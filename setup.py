@@ -10,7 +10,7 @@ rms_kernel = Extension(
 )
 
 extras = {
-    "atari": ["ale-py>=0.9"],
+    "atari": ["ale-py>=0.12"],  # 0.12: the C++ vector engine with same-step auto-reset (ALEVecEnv)
     "ray": ["ray>=2.9"],
     "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4.9"],
     "bench": ["matplotlib>=3.7", "psutil>=5.9"],

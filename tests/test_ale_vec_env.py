@@ -329,3 +329,85 @@ def test_bench_ale_runs_its_cells_side_by_side():
     proc = run_script("bench_ale.py", "--methods", "ale", "--repeats", "1", "--window", "0.2", "--warmup", "0.05")
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^\| ALEVecEnv\(frame_stack=4\), step\(\) \| \d+ \| \d+ \| - \|$", proc.stdout, re.MULTILINE)
+
+
+# ------------------------------------------------------------------ async batches (recv / send)
+def action_of(env, t):
+    """Each env's action depends only on the env and its own step count."""
+    return (env * 7 + t * 3) % 4
+
+
+def lock_step_trajectories(n, steps, **options):
+    """Per env: [(obs, reward, done, terminal_observation or None)] under step()."""
+    with ALEVecEnv("Breakout", n, **options) as venv:
+        obs = venv.reset()
+        out = {i: [(obs[i].copy(), 0.0, False, None)] for i in range(n)}
+        for t in range(steps):
+            obs, rewards, dones, infos = venv.step(np.array([action_of(i, t) for i in range(n)]))
+            for i in range(n):
+                out[i].append((obs[i].copy(), rewards[i], dones[i], infos[i].get("terminal_observation")))
+    return out
+
+
+@pytest.mark.parametrize("batch_size", [None, 2], ids=["whole-batch", "batch2-of-4"])
+def test_recv_send_trajectories_equal_lock_step(batch_size, closing):
+    options = {"seed": 4, "frame_stack": 4, "max_num_frames_per_episode": 60}  # an auto-reset every 15 steps
+    steps = 20
+    expected = lock_step_trajectories(4, steps, **options)
+    venv = closing(ALEVecEnv("Breakout", 4, batch_size=batch_size, **options))
+    venv.async_reset()
+    got = {i: [] for i in range(4)}
+    while min(len(rows) for rows in got.values()) <= steps:
+        obs, rewards, dones, infos, env_ids = venv.recv()
+        assert len(env_ids) == venv.batch_size and len(set(env_ids.tolist())) == len(env_ids)
+        for row, env in enumerate(env_ids.tolist()):
+            got[env].append((obs[row].copy(), rewards[row], dones[row], infos[row].get("terminal_observation")))
+        actions = np.array([action_of(env, len(got[env]) - 1) for env in env_ids.tolist()])
+        venv.send(actions[::-1], env_ids[::-1])  # any order of the batch's envs
+    for env in range(4):
+        for t, (mine, reference) in enumerate(zip(got[env], expected[env][:steps + 1])):
+            assert_same(mine[:3], reference[:3]), (env, t)
+            assert (mine[3] is None) == (reference[3] is None)
+            if mine[3] is not None:
+                np.testing.assert_array_equal(mine[3], reference[3])
+
+
+def test_async_reset_rows_are_reset_observations(closing):
+    venv = closing(ALEVecEnv("Breakout", 4, batch_size=2, frame_stack=4, seed=0))
+    venv.async_reset()
+    obs, rewards, dones, infos, env_ids = venv.recv()
+    assert obs.shape == (2, 84, 84, 4) and not obs[..., :3].any()
+    assert rewards.tolist() == [0.0, 0.0] and dones.tolist() == [False, False]
+    assert [info["lives"] for info in infos] == [5, 5]
+    assert infos[0] == venv.reset_infos[int(env_ids[0])]
+
+
+def test_send_is_for_the_whole_last_batch(closing):
+    venv = closing(ALEVecEnv("Breakout", 4, batch_size=2))
+    venv.async_reset()
+    _, _, _, _, env_ids = venv.recv()
+    with pytest.raises(EngineLimitError, match=r"send one action for each env of the last recv\(\), env_ids "
+                                               rf"\[{env_ids[0]}, {env_ids[1]}\].*received env_ids \[{env_ids[0]}\]"):
+        venv.send(np.zeros(1, np.int64), env_ids[:1])
+
+
+def test_async_misuse_errors(closing):
+    venv = closing(ALEVecEnv("Breakout", 4, batch_size=2, frame_skip=200))  # slow steps, for the timeout
+    with pytest.raises(NoAsyncCallError):
+        venv.recv()
+    venv.async_reset()
+    _, _, _, _, env_ids = venv.recv()
+    with pytest.raises(ValueError, match="env"):
+        venv.send(np.zeros(2, np.int64), np.array([e for e in range(4) if e not in env_ids][:2]))
+    venv.send(np.zeros(2, np.int64), env_ids)
+    with pytest.raises(AlreadyPendingCallError):
+        venv.step(np.zeros(4, np.int64))
+    _, _, _, _, env_ids = venv.recv()
+    venv.send(np.zeros(2, np.int64), env_ids)
+    with pytest.raises(EnvTimeoutError, match="busy") as info:
+        venv.recv(timeout=1e-6)
+    assert set(info.value.env_indices) == {0, 1, 2, 3}
+    assert len(venv.recv()[4]) == 2  # the batch that was late
+    venv.async_reset()  # with envs still in the engine: it starts over
+    obs, rewards, dones, _, _ = venv.recv()
+    assert not rewards.any() and not dones.any()
