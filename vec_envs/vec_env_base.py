@@ -110,7 +110,7 @@ class VecEnvBase(ABC):
         """``(obs, [(state or None, reward, terminated, truncated, info) per env])``."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="step_batch"))
 
-    def close_extras(self) -> None:
+    def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
     # ---------------------------------------------------------- control flow
@@ -254,14 +254,14 @@ class VecEnvBase(ABC):
         finally:
             self.close_extras()
 
-    def __enter__(self) -> "VecEnvBase":
+    def __enter__(self) -> VecEnvBase:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     @property
-    def unwrapped(self) -> "VecEnvBase":
+    def unwrapped(self) -> VecEnvBase:
         """The innermost VecEnvBase (this one, for a backend)."""
         return self
 

@@ -198,7 +198,7 @@ class RunningMeanStd:
         return np.clip(out, -clip, clip, out=out)
 
     # ------------------------------------------------------------------ misc
-    def copy(self) -> "RunningMeanStd":
+    def copy(self) -> RunningMeanStd:
         """An independent copy."""
         twin = RunningMeanStd(self.shape)
         twin.mean, twin.var, twin.count = self.mean.copy(), self.var.copy(), self.count

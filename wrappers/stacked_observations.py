@@ -1,7 +1,7 @@
 """StackedObservations: the last ``n_stack`` observations of every env, along the channels."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Mapping
 
 import numpy as np
 from gymnasium import spaces
@@ -9,7 +9,7 @@ from gymnasium import spaces
 __all__ = ["StackedObservations", "ChannelsOrder", "is_image_space", "is_channels_first"]
 
 #: "first", "last", None (infer from the space) or, for a Dict space, one of those per key.
-ChannelsOrder = Union[str, None, Mapping[str, Union[str, None]]]
+ChannelsOrder = str | None | Mapping[str, str | None]
 CHANNELS_ORDERS = ("first", "last")
 BAD_CHANNELS_ORDER = "channels_order{where} must be None, 'first' or 'last', received {value!r}"
 UNSTACKABLE = ("frame stacking needs a Box observation space of rank >= 1 (or a Dict of them); "

@@ -205,7 +205,7 @@ class VecNormalize(VecEnvWrapper):
         _write_atomically(os.fspath(path), arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> "VecNormalize":
+    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> VecNormalize:
         """A VecNormalize over ``venv`` with the settings and statistics saved at ``path``.
 
         Raises:

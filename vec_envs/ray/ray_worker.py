@@ -113,7 +113,7 @@ class RayWorker(Worker):
             raise WorkerDied(describe_death(exc)) from exc
 
     @classmethod
-    def wait(cls, workers: Sequence["RayWorker"], timeout: float | None) -> list["RayWorker"]:
+    def wait(cls, workers: Sequence[RayWorker], timeout: float | None) -> list[RayWorker]:
         by_ref = {w._ref: w for w in workers}
         ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
         return [by_ref[ref] for ref in ready]

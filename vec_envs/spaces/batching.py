@@ -163,13 +163,13 @@ class BatchBuffers:
     dones: np.ndarray
 
     @classmethod
-    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> "BatchBuffers":
+    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> BatchBuffers:
         """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array)."""
         alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
         return cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
                    alloc((n,), np.dtype(np.bool_)))
 
-    def view(self, start: int, stop: int) -> "BatchBuffers":
+    def view(self, start: int, stop: int) -> BatchBuffers:
         """The buffers of envs ``start:stop`` (views into these)."""
         return BatchBuffers(slice_batch(self.obs, start, stop),
                             self.rewards[start:stop], self.dones[start:stop])

@@ -72,7 +72,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         if step_in_parent is None:
-            step_in_parent = in_series == "auto" and timeout is None and resolve_in_series("auto", len(env_fns)) < len(env_fns)
+            step_in_parent = (in_series == "auto" and timeout is None
+                              and resolve_in_series("auto", len(env_fns)) < len(env_fns))
         processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) + (not step_in_parent)
         self._spin = processes <= available_cpus()
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,

@@ -216,7 +216,7 @@ class SubprocWorker(Worker):
         raise WorkerDied(_describe_exit(self.process.exitcode))
 
     @classmethod
-    def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:
+    def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:
         start = time.perf_counter()
         budget = max(w.spin.budget() for w in workers)
         ready = spin_until(lambda: [w for w in workers if w._ready()],
@@ -228,7 +228,7 @@ class SubprocWorker(Worker):
         return ready
 
     @staticmethod
-    def _sleep_until_ready(workers: Sequence["SubprocWorker"], deadline: float | None) -> list["SubprocWorker"]:
+    def _sleep_until_ready(workers: Sequence[SubprocWorker], deadline: float | None) -> list[SubprocWorker]:
         """Sleep on pipes and process sentinels; doze and look again while a doorbell is out."""
         by_handle = {}
         for w in workers:

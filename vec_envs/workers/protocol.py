@@ -49,7 +49,7 @@ class WorkerFailure:
     traceback: str
 
     @classmethod
-    def from_exception(cls, exc: BaseException, method: str) -> "WorkerFailure":
+    def from_exception(cls, exc: BaseException, method: str) -> WorkerFailure:
         env_index = None
         if isinstance(exc, EnvCallFailed):
             env_index, method = exc.env_index, exc.method

@@ -45,7 +45,7 @@ class Worker(ABC):
 
     @classmethod
     @abstractmethod
-    def wait(cls, workers: Sequence["Worker"], timeout: float | None) -> list["Worker"]:
+    def wait(cls, workers: Sequence[Worker], timeout: float | None) -> list[Worker]:
         """Block until some of ``workers`` have a reply or died; [] after ``timeout``."""
 
     @abstractmethod
