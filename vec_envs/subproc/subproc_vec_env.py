@@ -95,7 +95,7 @@ class SubprocVecEnv(WorkerVecEnv):
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
         worker, shared = self.workers[w], self._shared
-        if shared is None or worker.is_local:
+        if shared is None or not isinstance(worker, SubprocWorker):  # the parent's own slice
             return
         if shared.doorbells is not None:
             Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0

@@ -74,6 +74,7 @@ def _answer_doorbell(conn: Connection, server: SliceServer, seq: int) -> None:
     quiet = ok and not result[0] and not result[1]
     if not quiet:
         _reply(conn, (ok, result), Command.STEP)
+    assert server.doorbell is not None, "a doorbell request comes from the doorbell"
     server.doorbell.answer(seq, has_message=not quiet)
 
 
@@ -174,7 +175,8 @@ class SubprocWorker(Worker):
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
-        self.process = ctx.Process(
+        # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
+        self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
             args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin),
         )
@@ -200,7 +202,7 @@ class SubprocWorker(Worker):
             raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> tuple[bool, Any]:
-        if self._bell_seq:
+        if self._bell_seq and self.bell is not None:
             seq, self._bell_seq = self._bell_seq, 0
             if self.bell.answered(seq) and not self.bell.has_message():
                 return True, ({}, {}, None)  # stepped, nothing to say: all is in shared memory
@@ -247,7 +249,7 @@ class SubprocWorker(Worker):
 
     def _ready(self) -> bool:
         """The reply is there: the doorbell was answered, or a message waits in the pipe."""
-        if self._bell_seq:
+        if self._bell_seq and self.bell is not None:
             return self.bell.answered(self._bell_seq)
         return self._has_message()
 
