@@ -1,6 +1,7 @@
 """DummyVecEnv: every env in this process, stepped in series."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,7 +18,8 @@ __all__ = ["DummyVecEnv"]
 def _unwrap_failure(failure: EnvCallFailed, backend: str) -> BaseException:
     """The env's own exception, with a note naming the env and the method."""
     cause = failure.__cause__ or failure
-    cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
+    if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
+        cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
     return cause
 
 

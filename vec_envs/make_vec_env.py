@@ -42,7 +42,7 @@ def make_vec_env(
     env_id_or_fn: str | Callable[..., Any],
     n_envs: int = 1,
     seed: int | None = None,
-    vec_env_cls: type[VecEnvBase] | None = None,
+    vec_env_cls: Callable[..., VecEnvBase] | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     wrapper_class: Callable[[gym.Env], gym.Env] | None = None,

@@ -11,6 +11,7 @@ from vec_envs.planning.env_state import EnvState
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
+from vec_envs.spaces.batching import leaf_shape
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
@@ -26,7 +27,7 @@ NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backen
 
 def _fixed_action_shape(space: spaces.Space) -> tuple | None:
     if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return tuple(space.shape)
+        return leaf_shape(space)
     return None
 
 
@@ -157,7 +158,7 @@ class VecEnvBase(ABC):
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1)[0])
         if isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
+            seeds: list[int | None] = [int(seed) + i for i in range(self.num_envs)]
         else:
             seeds = [None if s is None else int(s) for s in seed]
             if len(seeds) != self.num_envs:

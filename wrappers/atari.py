@@ -69,7 +69,8 @@ def _action_meanings(env: gym.Env) -> list[str]:
 
 
 def _lives(env: gym.Env) -> int:
-    return int(env.unwrapped.ale.lives())
+    atari: Any = env.unwrapped  # an ale_py AtariEnv: ale_py has no type information
+    return int(atari.ale.lives())
 
 
 # ------------------------------------------------------------------ wrappers
@@ -187,7 +188,8 @@ class MaxAndSkipEnv(gym.Wrapper):
 
     def step(self, action: Any) -> StepReturn:
         total_reward = 0.0
-        frame = before = None
+        frame: Any = None  # skip >= 1: the loop sets it
+        before: Any = None
         for _ in range(self.skip):
             before = frame
             frame, reward, terminated, truncated, info = self.env.step(action)
@@ -214,8 +216,8 @@ class WarpFrame(gym.ObservationWrapper):
         super().__init__(env)
         _check_int("WarpFrame: width", width, 1)
         _check_int("WarpFrame: height", height, 1)
-        shape = env.observation_space.shape
-        if not isinstance(env.observation_space, spaces.Box) or len(shape) != 3 or shape[2] != 3:
+        space = env.observation_space
+        if not isinstance(space, spaces.Box) or len(space.shape) != 3 or space.shape[2] != 3:
             raise ValueError(f"WarpFrame: expected RGB frames of shape (H, W, 3), the env's "
                              f"observation space is {env.observation_space}")
         self.width, self.height, self.grayscale = int(width), int(height), bool(grayscale)
@@ -430,7 +432,7 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
 
 
 def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
-                   vec_env_cls: type[VecEnvBase] | None = None,
+                   vec_env_cls: Callable[..., VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,

@@ -39,6 +39,9 @@ class VecExtractDictObs(VecEnvObservationWrapper):
         super().__init__(venv, observation_space=space[key])
 
     def process(self, obs: VecEnvObs) -> VecEnvObs:
+        if not isinstance(obs, dict):
+            raise TypeError(f"VecExtractDictObs: expected a dict of batches from {type(self.venv).__name__}, "
+                            f"received {type(obs).__name__}")
         return obs[self.key]
 
     def process_terminal(self, index: int, terminal_obs: Any) -> Any:

@@ -75,8 +75,11 @@ def _writable_folder(folder: str | os.PathLike) -> str:
     return path
 
 
-def _video_frame(frame: np.ndarray) -> np.ndarray:
+def _video_frame(frame: np.ndarray | None) -> np.ndarray:
     """An RGB uint8 frame with even height and width (H.264 in yuv420p needs them even)."""
+    if frame is None:
+        raise ValueError("VecVideoRecorder: render(mode='rgb_array') returned None; make the envs with "
+                         "render_mode='rgb_array'")
     frame = np.asarray(frame, np.uint8)
     if frame.ndim == 2:
         frame = frame[:, :, None]
@@ -198,7 +201,8 @@ class VecVideoRecorder(VecEnvWrapper):
         writer, self._writer = self._writer, None
         with _interrupts_deferred():
             writer.close()
-        self.video_paths.append(self.video_path)
+        if self.video_path is not None:
+            self.video_paths.append(self.video_path)
 
     def close(self) -> None:
         try:

@@ -205,8 +205,8 @@ def _plain_copy(value: Any) -> Any:
         items = {k: _plain_copy(v) for k, v in value.items()}
         return _SKIP if any(v is _SKIP for v in items.values()) else items
     if type(value) in (list, tuple, deque):
-        items = [_plain_copy(v) for v in value]
-        if any(v is _SKIP for v in items):
+        elements = [_plain_copy(v) for v in value]
+        if any(v is _SKIP for v in elements):
             return _SKIP
-        return deque(items, maxlen=value.maxlen) if type(value) is deque else type(value)(items)
+        return deque(elements, maxlen=value.maxlen) if type(value) is deque else type(value)(elements)
     return _SKIP

@@ -104,6 +104,8 @@ class RayWorker(Worker):
 
     def recv(self) -> tuple[bool, Any]:
         ref, self._ref = self._ref, None
+        if ref is None:
+            raise RuntimeError(f"RayWorker {self.index}: recv() without a command sent")
         try:
             return writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle

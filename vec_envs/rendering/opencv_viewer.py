@@ -22,6 +22,7 @@ def _x_display_reachable(display: str) -> bool:
     number = rest.split(".")[0]
     if not number.isdigit():
         return False
+    address: str | tuple[str, int]
     if host in ("", "unix"):
         path = f"/tmp/.X11-unix/X{number}"
         family, address = socket.AF_UNIX, path
