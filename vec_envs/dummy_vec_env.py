@@ -34,8 +34,9 @@ class DummyVecEnv(VecEnvBase):
     An env's exception reaches the caller as itself, with a note naming the env index.
 
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8)   # doctest: +SKIP
-        >>> obs = venv.reset(); obs.shape
+        >>> import gymnasium as gym
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8) as venv:
+        ...     venv.reset().shape
         (8, 4)
     """
 

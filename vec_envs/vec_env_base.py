@@ -40,10 +40,13 @@ class VecEnvBase(ABC):
     ``close_extras``; ``render`` tiles ``get_images()``.
 
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                               # (4, 4)
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4) as venv:
+        ...     obs = venv.reset()
         ...     obs, rewards, dones, infos = venv.step(np.zeros(4, int))
+        >>> obs.shape, rewards.dtype, dones.dtype
+        ((4, 4), dtype('float32'), dtype('bool'))
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
@@ -183,8 +186,16 @@ class VecEnvBase(ABC):
         (see ``vec_envs.planning.env_state`` for where it comes from).
 
         Example:
-            >>> states = venv.get_states()                    # doctest: +SKIP
-            >>> venv.step(actions); venv.set_states(states)   # back where they were
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> obs = venv.reset()
+            >>> states = venv.get_states()
+            >>> first = venv.step(np.ones(2, int))[0]
+            >>> venv.set_states(states)                       # back where they were
+            >>> bool((venv.step(np.ones(2, int))[0] == first).all())
+            True
+            >>> venv.close()
         """
         self._check_idle("get_states")
         return self._get_states(self._indices(indices, "get_states"))
@@ -216,9 +227,16 @@ class VecEnvBase(ABC):
         the states (``set_states`` or ``reset`` before the next ``step``).
 
         Example:
-            >>> root = venv.get_states([0])[0]                              # doctest: +SKIP
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)
+            >>> _ = venv.reset()
+            >>> root = venv.get_states([0])[0]
             >>> states, obs, rewards, term, trunc, infos = venv.step_batch(
             ...     np.arange(venv.num_envs) % 2, states=[root] * venv.num_envs, dt=4)
+            >>> obs.shape, rewards.tolist()                 # 4 steps from the same root, 2 actions
+            ((4, 4), [4.0, 4.0, 4.0, 4.0])
+            >>> venv.close()
         """
         self._check_idle("step_batch")
         actions = self._check_actions(actions, "step_batch")

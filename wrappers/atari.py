@@ -84,8 +84,9 @@ class NoopResetEnv(gym.Wrapper):
         noop_max: the largest number of no-ops (>= 1).
 
     Example:
-        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)   # doctest: +SKIP
+        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)
         >>> obs, info = env.reset(seed=0)     # the game has run 1..30 frames of NOOP
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, noop_max: int = 30) -> None:
@@ -111,8 +112,9 @@ class FireResetEnv(gym.Wrapper):
     """On reset, press FIRE (then action 2), for games that wait for it (Breakout).
 
     Example:
-        >>> env = FireResetEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> obs, info = env.reset()                     # the ball is already in play
+        >>> env = FireResetEnv(make_atari("Breakout"))
+        >>> obs, info = env.reset(seed=0)               # the ball is already in play
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -139,8 +141,14 @@ class EpisodicLifeEnv(gym.Wrapper):
     or at any other time.
 
     Example:
-        >>> env = EpisodicLifeEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> env.reset(); ...; env.step(0)   # -> terminated=True when a life is lost
+        >>> env = EpisodicLifeEnv(make_atari("Breakout"))
+        >>> _ = env.reset(seed=0)
+        >>> terminated = False
+        >>> while not terminated:             # without FIRE the ball never comes: wait for a lost life
+        ...     obs, reward, terminated, truncated, info = env.step(1)
+        >>> info["lives"] < 5                 # terminated=True when a life is lost
+        True
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -177,8 +185,10 @@ class MaxAndSkipEnv(gym.Wrapper):
     (a single frame if only one was).
 
     Example:
-        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)   # doctest: +SKIP
+        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)
+        >>> _ = env.reset(seed=0)
         >>> obs, reward, terminated, truncated, info = env.step(1)   # 4 emulator frames
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, skip: int = 4) -> None:
@@ -207,9 +217,10 @@ class WarpFrame(gym.ObservationWrapper):
     ``(height, width, 3)`` in color.
 
     Example:
-        >>> env = WarpFrame(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = WarpFrame(make_atari("Breakout"))
         >>> env.observation_space
         Box(0, 255, (84, 84, 1), uint8)
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, width: int = 84, height: int = 84, grayscale: bool = True) -> None:
@@ -239,7 +250,11 @@ class ClipRewardEnv(gym.RewardWrapper):
     """Rewards become their sign: -1.0, 0.0 or +1.0.
 
     Example:
-        >>> env = ClipRewardEnv(make_atari("Pong"))   # doctest: +SKIP
+        >>> env = ClipRewardEnv(make_atari("Pong"))
+        >>> _ = env.reset(seed=0)
+        >>> env.step(0)[1] in (-1.0, 0.0, 1.0)
+        True
+        >>> env.close()
     """
 
     def reward(self, reward: SupportsFloat) -> float:
@@ -256,7 +271,13 @@ class EpisodeMonitor(gym.Wrapper):
     frames.
 
     Example:
-        >>> env = EpisodeMonitor(make_atari("Pong"), "runs/0.monitor.csv")   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
+        >>> _ = env.reset(seed=0)
+        >>> env.close()
+        >>> os.listdir(folder)
+        ['0.monitor.csv']
     """
 
     def __init__(self, env: gym.Env, filename: str | None = None) -> None:
@@ -328,7 +349,7 @@ def resolve_atari_id(env_id: str) -> str:
         ValueError: ``env_id`` names no Atari game (the message lists a few that exist).
 
     Example:
-        >>> resolve_atari_id("pong")   # doctest: +SKIP
+        >>> resolve_atari_id("pong")
         'ALE/Pong-v5'
     """
     if not isinstance(env_id, str):
@@ -362,7 +383,10 @@ def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode:
         **ale_kwargs: other ``ale_py.env.AtariEnv`` arguments (``mode``, ``difficulty``, ...).
 
     Example:
-        >>> env = make_atari("Breakout", repeat_action_probability=0.25)   # doctest: +SKIP
+        >>> env = make_atari("Breakout", repeat_action_probability=0.25)
+        >>> env.observation_space.shape
+        (210, 160, 3)
+        >>> env.close()
     """
     if "frameskip" in ale_kwargs:
         raise ValueError("make_atari: frameskip is fixed at 1; pass frame_skip to wrap_deepmind instead")
@@ -391,9 +415,10 @@ def wrap_deepmind(env: gym.Env, noop_max: int = 30, frame_skip: int = 4, episode
         clip_rewards: rewards become their sign.
 
     Example:
-        >>> env = wrap_deepmind(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = wrap_deepmind(make_atari("Breakout"))
         >>> env.observation_space.shape
         (84, 84, 1)
+        >>> env.close()
     """
     _check_int("wrap_deepmind: noop_max", noop_max, 0)
     _check_int("wrap_deepmind: frame_skip", frame_skip, 1)
@@ -455,9 +480,10 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
         monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
 
     Example:
-        >>> venv = VecFrameStack(make_atari_env("Breakout", 8, seed=0), n_stack=4)   # doctest: +SKIP
-        >>> venv.reset().shape
-        (8, 84, 84, 4)
+        >>> from wrappers import VecFrameStack
+        >>> with VecFrameStack(make_atari_env("Breakout", 2, seed=0), n_stack=4) as venv:
+        ...     venv.reset().shape
+        (2, 84, 84, 4)
     """
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")

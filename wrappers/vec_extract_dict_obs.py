@@ -24,9 +24,13 @@ class VecExtractDictObs(VecEnvObservationWrapper):
         key: the key to keep.
 
     Example:
-        >>> venv = VecExtractDictObs(DummyVecEnv([make_robot_env] * 4), "observation")  # doctest: +SKIP
-        >>> venv.observation_space                                                     # doctest: +SKIP
-        Box(-inf, inf, (10,), float32)
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> def make_env():   # observations {"obs": CartPole's 4 numbers, "time": the step count}
+        ...     return gym.wrappers.TimeAwareObservation(gym.make("CartPole-v1"), flatten=False)
+        >>> with VecExtractDictObs(DummyVecEnv([make_env] * 4), "obs") as venv:
+        ...     venv.reset().shape
+        (4, 4)
     """
 
     def __init__(self, venv: VecEnvBase, key: str) -> None:

@@ -40,10 +40,16 @@ class VecNormalizeFileError(ValueError):
     """A VecNormalize statistics file that cannot be used (corrupt, newer, other space).
 
     Example:
-        >>> try:                                                   # doctest: +SKIP
-        ...     venv = VecNormalize.load("vecnormalize.npz", venv)
+        >>> import gymnasium as gym, os, tempfile
+        >>> from vec_envs import DummyVecEnv
+        >>> path = os.path.join(tempfile.mkdtemp(), "vecnormalize.npz")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write("not a VecNormalize file")
+        >>> try:
+        ...     venv = VecNormalize.load(path, DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
         ... except VecNormalizeFileError as err:
-        ...     print(err)   # names the file and what is wrong with it
+        ...     print(path in str(err))   # names the file and what is wrong with it
+        True
     """
 
 
@@ -82,9 +88,13 @@ class VecNormalize(VecEnvWrapper):
         >>> obs, rewards, dones, infos = venv.step(np.zeros((4, 1)))
         >>> obs.shape, obs.dtype, rewards.dtype
         ((4, 3), dtype('float32'), dtype('float32'))
-        >>> venv.save("vecnormalize.npz")                                   # doctest: +SKIP
-        >>> evaluation = VecNormalize.load("vecnormalize.npz", eval_venv)   # doctest: +SKIP
-        >>> evaluation.training = False                                     # doctest: +SKIP
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "vecnormalize.npz")
+        >>> venv.save(path)
+        >>> eval_venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+        >>> evaluation = VecNormalize.load(path, eval_venv)
+        >>> evaluation.training = False
+        >>> venv.close(); evaluation.close()
     """
 
     def __init__(self, venv: VecEnvBase, training: bool = True, norm_obs: bool = True,

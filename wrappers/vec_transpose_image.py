@@ -43,9 +43,13 @@ class VecTransposeImage(VecEnvObservationWrapper):
         skip: leave the observations as they are (for a space already channels-first).
 
     Example:
-        >>> venv = VecTransposeImage(VecFrameStack(atari_venv, 4))   # doctest: +SKIP
-        >>> venv.reset().shape                                       # doctest: +SKIP
-        (8, 4, 84, 84)
+        >>> from vec_envs import DummyVecEnv
+        >>> from wrappers import VecFrameStack
+        >>> from wrappers.atari import make_atari_env
+        >>> atari_venv = make_atari_env("Breakout", 2, seed=0, vec_env_cls=DummyVecEnv)
+        >>> with VecTransposeImage(VecFrameStack(atari_venv, 4)) as venv:
+        ...     venv.reset().shape
+        (2, 4, 84, 84)
     """
 
     def __init__(self, venv: VecEnvBase, skip: bool = False) -> None:

@@ -90,9 +90,12 @@ class RayVecEnv(WorkerVecEnv):
         copy: return fresh arrays (True) or views valid until the next step (False).
 
     Example:
-        >>> venv = RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4)  # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                          # (8, 4)
+        >>> import gymnasium as gym
+        >>> import ray
+        >>> with RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
+        >>> ray.shutdown()   # this process started Ray: stop it
     """
 
     worker_class: type[RayWorker]

@@ -85,8 +85,21 @@ class RayWorker(Worker):
         options: ``ActorClass.options(...)`` keywords (num_cpus, resources, scheduling).
 
     Example:
-        >>> w = RayWorker(0, env_fns, 0, 4, {"num_cpus": 0.5})   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); RayWorker.wait([w], None); w.recv()
+        >>> import gymnasium as gym
+        >>> from vec_envs.ray.ray_vec_env import connect_ray
+        >>> connect_ray(None)   # a Ray runtime of this process's own
+        True
+        >>> w = RayWorker(0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2, {"num_cpus": 0.5})
+        >>> w.send(Command.GET_SPACES, None)
+        >>> RayWorker.wait([w], None) == [w]
+        True
+        >>> ok, (observation_space, action_space) = w.recv()
+        >>> ok, action_space
+        (True, Discrete(2))
+        >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv()
+        (True, None)
+        >>> w.shutdown(timeout=10)
+        >>> ray.shutdown()
     """
 
     def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int,

@@ -78,7 +78,7 @@ class SharedBuffers:
     through the pipes); ``doorbells`` holds one ``Doorbell`` row per worker if asked for.
 
     Example:
-        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)  # doctest: +SKIP
+        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)
         >>> shared.buffers.obs.shape, shared.actions.shape       # pass fd/size to workers
         ((8, 4), (8,))
         >>> shared.close()

@@ -64,9 +64,11 @@ class EnvSlice:
     """Envs ``first_index, first_index + 1, ...`` stepped in series into shared buffers.
 
     Example:
-        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)   # doctest: +SKIP
+        >>> import gymnasium as gym
+        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)
         >>> infos = s.reset([0, 1]); s.buffers.obs.shape
         (2, 4)
+        >>> s.close()
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int = 0) -> None:

@@ -29,9 +29,12 @@ class Spin:
     """How long to poll before sleeping, learnt from the waits seen so far.
 
     Example:
+        >>> import time
         >>> spin = Spin(enabled=True)
-        >>> arrived = spin_until(lambda: poller.poll(0), spin.budget())   # doctest: +SKIP
-        >>> spin.record(waited_seconds)                                    # doctest: +SKIP
+        >>> start = time.perf_counter()
+        >>> spin_until(lambda: time.perf_counter() - start > 1e-4, spin.budget())  # a reply "arrives"
+        True
+        >>> spin.record(time.perf_counter() - start)   # how long it took: the next budget adapts
     """
 
     def __init__(self, enabled: bool) -> None:

@@ -53,9 +53,10 @@ class SubprocVecEnv(WorkerVecEnv):
     (see ``spin_wait.py``).
 
     Example:
-        >>> venv = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 64)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                     # (64, 4)
+        >>> import gymnasium as gym
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
     """
 
     worker_class = SubprocWorker

@@ -162,8 +162,17 @@ class SubprocWorker(Worker):
     """A worker process stepping envs ``first_index:stop`` in series.
 
     Example:
-        >>> w = SubprocWorker(mp.get_context("spawn"), 0, env_fns, 0, 4)   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); w.recv()
+        >>> import gymnasium as gym
+        >>> w = SubprocWorker(mp.get_context("spawn"), 0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2)
+        >>> w.send(Command.GET_SPACES, None)
+        >>> SubprocWorker.wait([w], timeout=60) == [w]
+        True
+        >>> ok, (observation_space, action_space) = w.recv()
+        >>> ok, action_space
+        (True, Discrete(2))
+        >>> w.send(Command.CLOSE, None); _ = SubprocWorker.wait([w], timeout=60); w.recv()
+        (True, None)
+        >>> w.shutdown(timeout=10)
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],

@@ -62,8 +62,13 @@ class SliceServer:
     """Builds a slice of envs and answers the parent's commands about it.
 
     Example:
-        >>> server = SliceServer(env_fns, first_index=4)          # doctest: +SKIP
-        >>> ok, result = server.handle(Command.RESET, [None] * len(env_fns))
+        >>> import gymnasium as gym
+        >>> server = SliceServer([lambda: gym.make("CartPole-v1")] * 2, first_index=4)
+        >>> ok, (infos, arrays) = server.handle(Command.RESET, [0, 1])
+        >>> ok, arrays[0].shape                     # observations of envs 4 and 5
+        (True, (2, 4))
+        >>> server.handle(Command.CLOSE, None)
+        (True, None)
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
