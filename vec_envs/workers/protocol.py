@@ -147,10 +147,11 @@ class SliceServer:
     def _step(self, actions: Sequence[Any] | None) -> tuple:
         if actions is None:  # the parent wrote them to shared memory
             actions = self._actions.copy()
-        infos = self.envs.step(actions)
+        envs = self.envs
+        infos = envs.step(actions)
         sparse = {k: info for k, info in enumerate(infos) if info}
-        reset_infos = self.envs.reset_infos
-        dones = self.envs.buffers.dones
+        reset_infos = envs.reset_infos
+        dones = envs.buffers.dones
         new_reset_infos = {k: reset_infos[k] for k in range(len(infos)) if dones[k] and reset_infos[k]}
         return sparse, new_reset_infos, self._arrays()
 
