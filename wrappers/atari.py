@@ -272,11 +272,11 @@ class EpisodeMonitor(gym.Wrapper):
 
     Example:
         >>> import os, tempfile
-        >>> folder = tempfile.mkdtemp()
-        >>> env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
-        >>> _ = env.reset(seed=0)
-        >>> env.close()
-        >>> os.listdir(folder)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
+        ...     _ = env.reset(seed=0)
+        ...     env.close()
+        ...     os.listdir(folder)
         ['0.monitor.csv']
     """
 

@@ -42,13 +42,14 @@ class VecNormalizeFileError(ValueError):
     Example:
         >>> import gymnasium as gym, os, tempfile
         >>> from vec_envs import DummyVecEnv
-        >>> path = os.path.join(tempfile.mkdtemp(), "vecnormalize.npz")
-        >>> with open(path, "w") as f:
-        ...     _ = f.write("not a VecNormalize file")
-        >>> try:
-        ...     venv = VecNormalize.load(path, DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
-        ... except VecNormalizeFileError as err:
-        ...     print(path in str(err))   # names the file and what is wrong with it
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "vecnormalize.npz")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write("not a VecNormalize file")
+        ...     try:
+        ...         venv = VecNormalize.load(path, DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
+        ...     except VecNormalizeFileError as err:
+        ...         print(path in str(err))   # names the file and what is wrong with it
         True
     """
 
@@ -89,11 +90,11 @@ class VecNormalize(VecEnvWrapper):
         >>> obs.shape, obs.dtype, rewards.dtype
         ((4, 3), dtype('float32'), dtype('float32'))
         >>> import os, tempfile
-        >>> path = os.path.join(tempfile.mkdtemp(), "vecnormalize.npz")
-        >>> venv.save(path)
         >>> eval_venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
-        >>> evaluation = VecNormalize.load(path, eval_venv)
-        >>> evaluation.training = False
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv.save(os.path.join(folder, "vecnormalize.npz"))
+        ...     evaluation = VecNormalize.load(os.path.join(folder, "vecnormalize.npz"), eval_venv)
+        >>> evaluation.training = False   # evaluate with the training statistics, frozen
         >>> venv.close(); evaluation.close()
     """
 

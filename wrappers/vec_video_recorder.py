@@ -116,14 +116,14 @@ class VecVideoRecorder(VecEnvWrapper):
         >>> import os, tempfile
         >>> from vec_envs import DummyVecEnv
         >>> from wrappers.atari import make_atari
-        >>> folder = tempfile.mkdtemp()
-        >>> venv = DummyVecEnv([lambda: make_atari("Pong", render_mode="rgb_array")] * 2)
-        >>> venv = VecVideoRecorder(venv, folder, lambda step: step % 10_000 == 0, video_length=5)
-        >>> _ = venv.reset()
-        >>> for _ in range(5):
-        ...     _ = venv.step(np.zeros(2, int))
-        >>> venv.close()
-        >>> [name.endswith(".mp4") for name in os.listdir(folder)]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv = DummyVecEnv([lambda: make_atari("Pong", render_mode="rgb_array")] * 2)
+        ...     venv = VecVideoRecorder(venv, folder, lambda step: step % 10_000 == 0, video_length=5)
+        ...     _ = venv.reset()
+        ...     for _ in range(5):
+        ...         _ = venv.step(np.zeros(2, int))
+        ...     venv.close()
+        ...     [name.endswith(".mp4") for name in os.listdir(folder)]
         [True]
     """
 
