@@ -46,13 +46,13 @@ class VecEnvWrapper(VecEnvBase):
 
     def reset_async(self) -> None:
         """Start a reset on a worker backend (wrappers that keep reset as is only)."""
-        self._async_reset("reset_async")()
+        self._reset_forward("reset_async")()
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
         """Finish the reset started by ``reset_async``."""
-        return self._async_reset("reset_wait")(timeout)
+        return self._reset_forward("reset_wait")(timeout)
 
-    def _async_reset(self, method: str) -> Callable[..., Any]:
+    def _reset_forward(self, method: str) -> Callable[..., Any]:
         """The wrapped VecEnv's ``reset_async`` / ``reset_wait`` (worker backends have them)."""
         if type(self).reset not in (VecEnvWrapper.reset, VecEnvObservationWrapper.reset):
             raise NotImplementedError(
@@ -159,7 +159,7 @@ class VecEnvObservationWrapper(VecEnvWrapper):
         return self.process(self.venv.reset())
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
-        return self.process(self._async_reset("reset_wait")(timeout))
+        return self.process(self._reset_forward("reset_wait")(timeout))
 
     def reset_single_env(self, index: int) -> Any:
         return self.process_terminal(index, self.venv.reset_single_env(index))
