@@ -33,8 +33,8 @@ import benchmark  # noqa: E402
 from bench_envs import WORKLOADS, make_env  # noqa: E402
 
 WORKLOAD = WORKLOADS["W4"]
-W4_OPTIONS: dict[str, Any] = {"frame_stack": 4, "repeat_action_probability": 0.25, "episode_life": False, "fire_reset": False,
-              "clip_rewards": False, "noop_max": 30}
+W4_OPTIONS: dict[str, Any] = {"frame_stack": 4, "repeat_action_probability": 0.25, "episode_life": False,
+                              "fire_reset": False, "clip_rewards": False, "noop_max": 30}
 
 
 class AsyncStepper(benchmark.Stepper):

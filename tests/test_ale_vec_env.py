@@ -102,7 +102,8 @@ def test_importable_without_ale_py_and_says_what_to_install():
         except ImportError as exc:
             print(exc)
     """)
-    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
+                         timeout=60)
     assert 'pip install -e ".[atari]"' in out.stdout, out.stderr
 
 
@@ -183,7 +184,7 @@ def test_lost_lives_end_episodes_and_the_score_covers_the_whole_game(closing):
                 np.testing.assert_array_equal(info["terminal_observation"], obs[i])
                 lost_lives[i] += 1
             lives[i] = info["lives"]
-    for env, reported, summed, lost in games:
+    for _, reported, summed, lost in games:
         assert reported == summed and lost == 4  # 5 lives: 4 lost mid-game, then the game over
 
 
@@ -287,7 +288,8 @@ def test_monitor_normalize_and_transpose_compose(closing):
     for _ in range(20):
         obs, _, _, infos = wrapped.step(np.ones(2, np.int64))
         episodes += [info["episode"] for info in infos if "episode" in info]
-        assert all(info["terminal_observation"].shape == (4, 84, 84) for info in infos if "terminal_observation" in info)
+        terminal = [info["terminal_observation"] for info in infos if "terminal_observation" in info]
+        assert all(frames.shape == (4, 84, 84) for frames in terminal)
     assert len(episodes) >= 2 and all(episode["l"] == 20 for episode in episodes)  # VecMonitor counts steps
 
 
