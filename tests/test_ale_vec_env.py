@@ -343,7 +343,7 @@ def lock_step_trajectories(n, steps, **options):
     """Per env: [(obs, reward, done, terminal_observation or None)] under step()."""
     with ALEVecEnv("Breakout", n, **options) as venv:
         obs = venv.reset()
-        out = {i: [(obs[i].copy(), 0.0, False, None)] for i in range(n)}
+        out = {i: [(obs[i].copy(), np.float32(0.0), np.bool_(False), None)] for i in range(n)}
         for t in range(steps):
             obs, rewards, dones, infos = venv.step(np.array([action_of(i, t) for i in range(n)]))
             for i in range(n):
@@ -410,6 +410,9 @@ def test_async_misuse_errors(closing):
         venv.recv(timeout=1e-6)
     assert set(info.value.env_indices) == {0, 1, 2, 3}
     assert len(venv.recv()[4]) == 2  # the batch that was late
-    venv.async_reset()  # with envs still in the engine: it starts over
+    with pytest.raises(AlreadyPendingCallError, match=r"async_reset\(\) called while envs \[\d, \d\] are in flight"):
+        venv.async_reset()
+    venv.recv()  # none in flight now: a new round may start
+    venv.async_reset()
     obs, rewards, dones, _, _ = venv.recv()
-    assert not rewards.any() and not dones.any()
+    assert not rewards.any() and not dones.any() and obs.shape == (2, 84, 84, 1)

@@ -87,7 +87,8 @@ class ALEVecEnv(VecEnvBase):
     Args:
         game: ``"Breakout"``, ``"breakout"``, ``"BreakoutNoFrameskip-v4"``, ``"ALE/Breakout-v5"``.
         num_envs: number of games.
-        seed: as ``seed(seed)`` before the first reset: env i gets ``seed + i``.
+        seed: as ``seed(seed)`` before the first reset: env i gets ``seed + i`` (taken
+            modulo 2**31: the engine's seeds are C ints).
         batch_size: envs per ``recv()`` (None: all). Below ``num_envs`` only the
             asynchronous ``async_reset`` / ``recv`` / ``send`` API is available.
         num_threads: engine threads (None: ``min(batch_size, CPU count)``).
