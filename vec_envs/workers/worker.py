@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from vec_envs.workers.protocol import Command
+from vec_envs.workers.protocol import Command, Outcome
 
 __all__ = ["Worker", "WorkerDied"]
 
@@ -40,12 +41,12 @@ class Worker(ABC):
         """Send one command (raises ``WorkerDied`` if the worker is gone)."""
 
     @abstractmethod
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         """The reply to the last command; call only once ``wait`` named this worker."""
 
     @classmethod
     @abstractmethod
-    def wait(cls, workers: Sequence["Worker"], timeout: float | None) -> list["Worker"]:
+    def wait(cls, workers: Sequence[Worker], timeout: float | None) -> list[Worker]:
         """Block until some of ``workers`` have a reply or died; [] after ``timeout``."""
 
     @abstractmethod
