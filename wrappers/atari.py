@@ -429,13 +429,13 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
                         f"{exc}") from None
 
 
-def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
+def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
                    vec_env_cls: type[VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
                    monitor_dir: str | None = None) -> VecEnvBase:
-    """``num_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
+    """``n_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
     ``VecFrameStack``).
 
     Every env reports ``infos[i]["episode"] = {"r", "l", "t"}`` at a real game over, with
@@ -443,7 +443,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Args:
         env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
-        num_envs: number of envs.
+        n_envs: number of envs (the keyword of SB3's ``make_atari_env``).
         seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
         vec_env_cls: the backend; default ``SubprocVecEnv``.
         vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
@@ -457,8 +457,8 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
         >>> venv.reset().shape
         (8, 84, 84, 4)
     """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")
+    if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+        raise ValueError(f"make_atari_env: n_envs must be a positive int, received {n_envs!r}")
     resolved_id = resolve_atari_id(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
@@ -470,7 +470,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
-                     for i in range(int(num_envs))]
+                     for i in range(int(n_envs))]
     env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
                for monitor_file in monitor_files]
     venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))
