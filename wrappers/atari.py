@@ -20,6 +20,7 @@ import functools
 import importlib
 import inspect
 import json
+import multiprocessing
 import os
 import time
 from typing import Any, Callable, SupportsFloat
@@ -307,9 +308,12 @@ class EpisodeMonitor(gym.Wrapper):
 # ------------------------------------------------------------------ building
 def _import_ale() -> None:
     try:
-        importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
+        ale_py = importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
     except ImportError as exc:
         raise ImportError(NO_ALE) from exc
+    if multiprocessing.parent_process() is not None:
+        # ALE prints its banner once per process: a worker leaves it to the parent
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
 
 
 def _atari_games() -> dict[str, str]:
