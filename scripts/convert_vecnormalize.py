@@ -24,11 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import gymnasium as gym  # noqa: E402
+import gymnasium as gym
 
-from vec_envs import DummyVecEnv  # noqa: E402
-from vec_envs.make_vec_env import make_env  # noqa: E402
-from wrappers import VecNormalize  # noqa: E402
+from vec_envs import DummyVecEnv
+from vec_envs.make_vec_env import make_env
+from wrappers import VecNormalize
 
 __all__ = ["npz_to_sb3", "sb3_to_npz"]
 
@@ -59,12 +59,13 @@ def npz_to_sb3(npz_path: str, pkl_path: str, env_id: str) -> Any:
     from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
     from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
 
-    with VecNormalize.load(npz_path, DummyVecEnv([lambda: make_env(env_id)])) as ours:
-        theirs = SB3VecNormalize(SB3DummyVecEnv([lambda: gym.make(env_id)]),
-                                 **{name: getattr(ours, name) for name in SETTINGS})
-        _copy_rms(ours.ret_rms, theirs.ret_rms)
-        for source, target in _obs_rms_pairs(ours, theirs):
-            _copy_rms(source, target)
+    ours = VecNormalize.load(npz_path, DummyVecEnv([lambda: make_env(env_id)]))
+    theirs = SB3VecNormalize(SB3DummyVecEnv([lambda: gym.make(env_id)]),
+                             **{name: getattr(ours, name) for name in SETTINGS})
+    _copy_rms(ours.ret_rms, theirs.ret_rms)
+    for source, target in _obs_rms_pairs(ours, theirs):
+        _copy_rms(source, target)
+    ours.close()
     theirs.save(pkl_path)
     theirs.venv.close()
     return theirs

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np

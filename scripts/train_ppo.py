@@ -74,7 +74,7 @@ def linear(initial: float) -> Any:
 def progress_callback(total: int) -> Any:
     """An SB3 callback drawing a tqdm bar: steps, steps/s and the mean episode return."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     class ProgressBar(BaseCallback):
         def _on_training_start(self) -> None:
@@ -108,7 +108,7 @@ def evaluate(model: Any, venv: VecEnvBase, episodes: int) -> np.ndarray:
     return np.array([r for env_returns in returns for r in env_returns])
 
 
-def train(args: Args) -> VecNormalize:
+def train(args: Args) -> Any:
     """Train PPO on ``VecNormalize(VecMonitor(SubprocVecEnv))``; saves model and statistics."""
     import torch
     from stable_baselines3 import PPO
@@ -142,10 +142,13 @@ def main(argv: list[str] | None = None) -> None:
     model = train(args)
     wall = time.perf_counter() - start
     eval_envs = DummyVecEnv([lambda: make_env(args.env_id)] * min(4, args.eval_episodes))
-    with VecNormalize.load(os.path.join(args.output, "vecnormalize.npz"), VecMonitor(eval_envs)) as venv:
-        venv.training, venv.norm_reward = False, False
-        venv.seed(args.seed + 10_000)
+    venv = VecNormalize.load(os.path.join(args.output, "vecnormalize.npz"), VecMonitor(eval_envs))
+    venv.training, venv.norm_reward = False, False  # frozen statistics, the real rewards
+    venv.seed(args.seed + 10_000)
+    try:
         returns = evaluate(model, venv, args.eval_episodes)
+    finally:
+        venv.close()
     print(f"eval: mean return {returns.mean():.1f} +- {returns.std():.1f} over {len(returns)} episodes | "
           f"training {args.total_timesteps} steps in {wall:.1f} s | saved to {args.output}/")
 

@@ -74,7 +74,7 @@ def test_to_gymnasium_over_our_wrappers_stacks_the_final_obs_too(closing):
     obs, _ = envs.reset(seed=0)
     assert obs.shape == (2, 12) and envs.single_observation_space.shape == (12,)
     while True:
-        obs, _, terminations, truncations, infos = envs.step(np.ones(2, int))
+        obs, _, _, _, infos = envs.step(np.ones(2, int))
         if "final_obs" in infos:
             break
     i = int(np.flatnonzero(infos["_final_obs"])[0])
@@ -185,7 +185,8 @@ def test_sb3_is_imported_only_when_to_sb3_is_called():
 
 def test_sb3_vec_normalize_over_to_sb3_matches_it_over_sb3s_dummy_vec_env(closing):
     from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
-    from stable_baselines3.common.vec_env import VecEnv, VecNormalize as SB3VecNormalize
+    from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
 
     env_fns = [lambda: gym.make("CartPole-v1")] * 3
     ours = closing(SB3VecNormalize(to_sb3(SubprocVecEnv(env_fns, in_series=2, context="fork"))))

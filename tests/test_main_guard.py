@@ -22,7 +22,7 @@ def run_script(tmp_path, body):
     script.write_text(HEADER + textwrap.dedent(body))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=90)
+                          text=True, timeout=90, check=False)
 
 
 @pytest.mark.parametrize("body", [

@@ -12,13 +12,14 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(REPO, "README.md")
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 TIMEOUT_S = 240
 
 
@@ -27,7 +28,7 @@ def ray_cluster_running() -> bool:
     if shutil.which("ray") is None:
         return False
     try:
-        return subprocess.run(["ray", "status"], capture_output=True, timeout=60).returncode == 0
+        return subprocess.run(["ray", "status"], capture_output=True, timeout=60, check=False).returncode == 0
     except subprocess.TimeoutExpired:
         return False
 
@@ -38,7 +39,7 @@ NEEDS: dict[str, Callable[[], bool]] = {"a Ray cluster": ray_cluster_running}
 
 def readme_blocks() -> list[tuple[int, str]]:
     """(line number, code) of every Python block, in README order."""
-    text = open(README, encoding="utf-8").read()
+    text = README.read_text(encoding="utf-8")
     return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in BLOCK.finditer(text)]
 
 
@@ -65,22 +66,22 @@ def test_block_runs_as_pasted_into_a_file(line, code, tmp_path):
     compile(code, str(script), "exec")
     if not need_met(code):
         return  # compiled above; the need (e.g. a Ray cluster) is not met on this machine
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, script.name], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_S)
+                          text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, f"README.md line {line} failed:\n{done.stderr[-3000:]}"
 
 
 def test_ci_runs_the_readme_test_command():
-    text = open(README, encoding="utf-8").read()
-    commands = [c for c in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M) if "pytest" in c]
+    text = README.read_text(encoding="utf-8")
+    commands = [c for c in re.findall(r"^```bash\n(.*?)^```", text, re.DOTALL | re.MULTILINE) if "pytest" in c]
     assert len(commands) == 1, commands
-    ci_lines = open(os.path.join(REPO, ".ci", "run"), encoding="utf-8").read().splitlines()
+    ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert commands[0].strip() in ci_lines
 
 
 def test_the_readme_commands_use_distinct_venvs():
-    text = open(README, encoding="utf-8").read()
+    text = README.read_text(encoding="utf-8")
     venvs = re.findall(r"python3 -m venv (\S+) && \. (\S+)/bin/activate", text)
     assert len(venvs) == 2 and all(made == used for made, used in venvs), venvs
     assert len({made for made, _ in venvs}) == 2
@@ -89,6 +90,6 @@ def test_the_readme_commands_use_distinct_venvs():
 def test_the_contract_the_readme_links_ships_in_the_package():
     from importlib.resources import files
 
-    assert "](vec_envs/API.md)" in open(README, encoding="utf-8").read()
+    assert "](vec_envs/API.md)" in README.read_text(encoding="utf-8")
     assert "## Interop (`vec_envs.interop`)" in (files("vec_envs") / "API.md").read_text(encoding="utf-8")
     assert (files("vec_envs") / "py.typed").is_file() and (files("wrappers") / "py.typed").is_file()

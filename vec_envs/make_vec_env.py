@@ -4,14 +4,15 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
-__all__ = ["make_vec_env", "make_env", "BACKENDS"]
+__all__ = ["BACKENDS", "make_env", "make_vec_env"]
 
 #: Env-id namespaces whose package registers them on import (needed in spawned workers,
 #: which do not inherit the parent's gymnasium registry).
@@ -48,7 +49,7 @@ def _build_env(env_id_or_fn: str | Callable[..., Any], env_kwargs: dict, monitor
     return wrapper_class(env, **wrapper_kwargs) if wrapper_class is not None else env
 
 
-def _backend(vec_env_cls: type[VecEnvBase] | str | None) -> type[VecEnvBase]:
+def _backend(vec_env_cls: Callable[..., VecEnvBase] | str | None) -> Callable[..., VecEnvBase]:
     if vec_env_cls is None:
         vec_env_cls = "dummy"
     if not isinstance(vec_env_cls, str):
@@ -57,8 +58,8 @@ def _backend(vec_env_cls: type[VecEnvBase] | str | None) -> type[VecEnvBase]:
         raise ValueError(f"make_vec_env(): vec_env_cls={vec_env_cls!r} is not a backend name; expected "
                          f"one of {sorted(BACKENDS)} or a VecEnv class")
     module, name = BACKENDS[vec_env_cls]
-    cls: type[VecEnvBase] = getattr(importlib.import_module(module), name)
-    return cls
+    backend: Callable[..., VecEnvBase] = getattr(importlib.import_module(module), name)
+    return backend
 
 
 def make_vec_env(
@@ -69,7 +70,7 @@ def make_vec_env(
     monitor_dir: str | None = None,
     wrapper_class: Callable[..., gym.Env] | None = None,
     env_kwargs: dict[str, Any] | None = None,
-    vec_env_cls: type[VecEnvBase] | str | None = None,
+    vec_env_cls: Callable[..., VecEnvBase] | str | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
 ) -> VecEnvBase:

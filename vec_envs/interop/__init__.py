@@ -27,7 +27,7 @@ from vec_envs.vec_env_base import VecEnvBase
 if TYPE_CHECKING:
     from vec_envs.interop.sb3_vec_env import SB3VecEnv
 
-__all__ = ["to_gymnasium", "from_gymnasium", "to_sb3", "GymnasiumVectorEnv", "FromGymnasiumVecEnv"]
+__all__ = ["FromGymnasiumVecEnv", "GymnasiumVectorEnv", "from_gymnasium", "to_gymnasium", "to_sb3"]
 
 
 def to_sb3(venv: VecEnvBase) -> SB3VecEnv:

@@ -51,7 +51,7 @@ class FromGymnasiumVecEnv(VecEnvBase):
         if not isinstance(vector_env, VectorEnv):
             raise TypeError(f"from_gymnasium(): expected a gymnasium.vector.VectorEnv, received "
                             f"{type(vector_env).__name__}")
-        self.vector_env = vector_env
+        self.vector_env: Any = vector_env  # Sync / Async methods (get_attr, call, step_async) too
         self.autoreset_mode = vector_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
         super().__init__(vector_env.num_envs, vector_env.single_observation_space,
                          vector_env.single_action_space)
@@ -81,7 +81,7 @@ class FromGymnasiumVecEnv(VecEnvBase):
     def _batch_actions(self, actions: Any) -> Any:
         if isinstance(actions, np.ndarray):
             return actions
-        out = create_empty_array(self.action_space, self.num_envs)
+        out: Any = create_empty_array(self.action_space, self.num_envs)
         return concatenate(self.action_space, actions, out)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
@@ -119,7 +119,7 @@ class FromGymnasiumVecEnv(VecEnvBase):
             return obs, infos
         reset_obs, reset_infos = self._reset_masked(dones.copy())
         for i in ended:
-            infos[i] = _terminal_info(infos[i], copy_obs(get_row(obs, i)), terminations[i], truncations[i])
+            infos[i] = _terminal_info(infos[i], copy_obs(get_row(obs, int(i))), terminations[i], truncations[i])
             write_rows(obs, int(i), slice_batch(reset_obs, int(i), int(i) + 1))
             self.reset_infos[i] = reset_infos[i]
         return obs, infos

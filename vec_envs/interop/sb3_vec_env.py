@@ -1,15 +1,23 @@
 """SB3VecEnv: any VecEnv as a ``stable_baselines3.common.vec_env.VecEnv`` (imports SB3)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
-from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvIndices
 from vec_envs.vec_env_base import VecEnvBase
 
 try:
     from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvIndices as SB3Indices,
+    )
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError('to_sb3() needs Stable-Baselines3: pip install -e ".[sb3]"') from exc
 
@@ -48,13 +56,13 @@ class SB3VecEnv(VecEnv):
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
         self.reset_infos = self.venv.reset_infos
-        return obs
+        return cast(VecEnvObs, obs)
 
     def step_async(self, actions: np.ndarray) -> None:
         self.venv.step_async(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
-        return self.venv.step_wait()
+        return cast(VecEnvStepReturn, self.venv.step_wait())
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         return self.venv.seed(seed)
@@ -66,21 +74,28 @@ class SB3VecEnv(VecEnv):
     def close(self) -> None:
         self.venv.close()
 
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return self.venv.get_attr(attr_name, indices)
+    def get_attr(self, attr_name: str, indices: SB3Indices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, _indices(indices))
 
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self.venv.set_attr(attr_name, value, indices)
+    def set_attr(self, attr_name: str, value: Any, indices: SB3Indices = None) -> None:
+        self.venv.set_attr(attr_name, value, _indices(indices))
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+    def env_method(self, method_name: str, *method_args: Any, indices: SB3Indices = None,
                    **method_kwargs: Any) -> list[Any]:
-        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+        return self.venv.env_method(method_name, *method_args, indices=_indices(indices), **method_kwargs)
 
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return self.venv.env_is_wrapped(wrapper_class, indices)
+    def env_is_wrapped(self, wrapper_class: type, indices: SB3Indices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, _indices(indices))
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return self.venv.get_images()
 
     def __repr__(self) -> str:
         return f"SB3VecEnv({self.venv!r})"
+
+
+def _indices(indices: SB3Indices) -> VecEnvIndices:
+    """SB3 allows any iterable of indices; ours are None, an int or a sequence."""
+    if indices is None or isinstance(indices, (int, np.integer)):
+        return indices
+    return list(indices)

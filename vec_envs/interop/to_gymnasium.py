@@ -1,7 +1,8 @@
 """to_gymnasium: any VecEnv behind gymnasium's vector API (``gymnasium.vector.VectorEnv``)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -66,7 +67,7 @@ class GymnasiumVectorEnv(VectorEnv):
             raise ValueError(NO_OPTIONS.format(options=options))
         if seed is not None:
             super().reset(seed=seed if isinstance(seed, int) else None)
-            self.venv.seed(seed)
+            self.venv.seed(seed if isinstance(seed, int) else cast("list[int]", list(seed)))
         obs = self.venv.reset()
         return obs, self._batch_infos(self.venv.reset_infos)
 
