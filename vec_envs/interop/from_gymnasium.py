@@ -114,13 +114,14 @@ class FromGymnasiumVecEnv(VecEnvBase):
     def _reset_ended(self, obs: VecEnvObs, infos: list[Info], dones: np.ndarray, terminations: np.ndarray,
                      truncations: np.ndarray) -> tuple[VecEnvObs, list[Info]]:
         """Reset the envs whose episode ended (next-step / disabled modes) in this step."""
-        ended = np.flatnonzero(dones)
-        if ended.size == 0:
+        ended = [int(i) for i in np.flatnonzero(dones)]
+        if not ended:
             return obs, infos
+        final_obs = {i: copy_obs(get_row(obs, i)) for i in ended}  # before the reset (copy=False shares obs)
         reset_obs, reset_infos = self._reset_masked(dones.copy())
         for i in ended:
-            infos[i] = _terminal_info(infos[i], copy_obs(get_row(obs, int(i))), terminations[i], truncations[i])
-            write_rows(obs, int(i), slice_batch(reset_obs, int(i), int(i) + 1))
+            infos[i] = _terminal_info(infos[i], final_obs[i], terminations[i], truncations[i])
+            write_rows(obs, i, slice_batch(reset_obs, i, i + 1))
             self.reset_infos[i] = reset_infos[i]
         return obs, infos
 
