@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 
@@ -230,3 +231,15 @@ def test_to_sb3_errors_name_the_mistake(closing):
     env.set_options(None)
     with pytest.raises(NotImplementedError, match="without options.*env_kwargs"):
         env.set_options({"low": 0})
+
+
+# ------------------------------------------------------------------ the overhead script
+def test_bench_interop_smoke_run():
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "bench_interop.py")
+    done = subprocess.run([sys.executable, script, "--rounds", "1", "--steps", "20", "--clock", "cpu"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[2:]}
+    assert set(rows) == {"direct", "to_gymnasium", "to_sb3", "gymnasium-sync", "from_gymnasium",
+                         "gymnasium-same", "from_gym-same"}
+    assert float(rows["to_sb3"][1]) > 0 and rows["to_sb3"][3].startswith("us")
