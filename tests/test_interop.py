@@ -57,12 +57,14 @@ def test_to_gymnasium_steps_like_gymnasiums_same_step_sync_vector_env(name, clos
 
 
 def test_gymnasiums_record_episode_statistics_accepts_it_and_agrees_with_vec_monitor(closing):
-    envs = closing(gym.wrappers.vector.RecordEpisodeStatistics(to_gymnasium(VecMonitor(DummyVecEnv([cartpole] * 4)))))
+    stats = gym.wrappers.vector.RecordEpisodeStatistics(to_gymnasium(VecMonitor(DummyVecEnv([cartpole] * 4))))
+    envs = closing(gym.wrappers.vector.ClipReward(stats, max_reward=0.5))  # a reward wrapper on top
     envs.reset(seed=0)
     theirs, ours = [], []
     rng = np.random.default_rng(1)
     while len(theirs) < 10:
-        _, _, terminations, truncations, infos = envs.step(rng.integers(0, 2, size=4))
+        _, rewards, terminations, truncations, infos = envs.step(rng.integers(0, 2, size=4))
+        assert (rewards == 0.5).all()
         if "episode" in infos:
             theirs += list(infos["episode"]["r"][infos["_episode"]])
             ours += list(infos["final_info"]["episode"]["r"][infos["_final_info"]])

@@ -29,7 +29,8 @@ class GymnasiumVectorEnv(VectorEnv):
     observation and info of the old one (masks ``_final_obs`` / ``_final_info``) and the
     reset's info is in ``infos`` itself, as in ``SyncVectorEnv(...,
     autoreset_mode=AutoresetMode.SAME_STEP)``. gymnasium's vector wrappers
-    (``RecordEpisodeStatistics``, ...) accept it.
+    (``RecordEpisodeStatistics``, the reward wrappers, ...) accept it; its observation
+    wrappers refuse any same-step env: use ours (``VecNormalize``, ...) under the adapter.
 
     Args:
         venv: any VecEnv (a backend or a stack of our wrappers); closing this closes it.
