@@ -81,7 +81,7 @@ def progress_callback(total: int) -> Any:
             self.bar = tqdm(total=total, unit="step", dynamic_ncols=True)
 
         def _on_step(self) -> bool:
-            self.bar.update(self.model.num_timesteps - self.bar.n)
+            self.bar.update(min(self.model.num_timesteps, total) - self.bar.n)  # SB3 ends on a full rollout
             episodes = self.model.ep_info_buffer
             if episodes and self.n_calls % 50 == 0:
                 self.bar.set_postfix(ep_return=f"{np.mean([e['r'] for e in episodes]):.1f}")
