@@ -34,12 +34,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import gymnasium as gym
-import numpy as np
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
-from vec_envs import DummyVecEnv, SubprocVecEnv
-from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3
+from vec_envs import DummyVecEnv, SubprocVecEnv  # noqa: E402
+from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -24,11 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import gymnasium as gym
+import gymnasium as gym  # noqa: E402
 
-from vec_envs import DummyVecEnv
-from vec_envs.make_vec_env import make_env
-from wrappers import VecNormalize
+from vec_envs import DummyVecEnv  # noqa: E402
+from vec_envs.make_vec_env import make_env  # noqa: E402
+from wrappers import VecNormalize  # noqa: E402
 
 __all__ = ["npz_to_sb3", "sb3_to_npz"]
 

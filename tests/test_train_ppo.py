@@ -31,7 +31,8 @@ def test_a_tiny_run_trains_evaluates_and_saves_model_and_statistics(tmp_path):
     model = PPO.load(tmp_path / "run" / "model.zip", device="cpu")
     import gymnasium as gym
 
-    with VecNormalize.load(tmp_path / "run" / "vecnormalize.npz", DummyVecEnv([lambda: gym.make("CartPole-v1")])) as venv:
+    eval_envs = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    with VecNormalize.load(tmp_path / "run" / "vecnormalize.npz", eval_envs) as venv:
         assert venv.obs_rms.count > 256  # the statistics of the training run
         actions, _ = model.predict(venv.reset(), deterministic=True)
     assert np.isin(actions, [0, 1]).all()

@@ -91,10 +91,9 @@ def make_vec_env(
         wrapper_kwargs: keyword arguments of ``wrapper_class``.
 
     Example:
-        >>> venv = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls="dummy")
-        >>> venv.reset().shape
+        >>> with make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls="subproc") as venv:
+        ...     venv.reset().shape
         (4, 4)
-        >>> venv.close()
     """
     if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"make_vec_env(): n_envs must be a positive int, received {n_envs!r}")
