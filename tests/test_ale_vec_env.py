@@ -216,8 +216,10 @@ def test_misuse_errors(closing):
 
 
 def test_what_the_engine_cannot_do_names_the_alternative(closing):
-    venv = closing(ALEVecEnv("Breakout", 2))
+    venv = closing(ALEVecEnv("Breakout", 2, render_mode="rgb_array"))
     venv.reset()
+    assert venv.get_attr("render_mode") == ["rgb_array", "rgb_array"] and venv.get_attr("spec", 1) == [None]
+    assert venv.get_attr("action_space", [0])[0] == venv.action_space
     calls = {"get_attr": lambda: venv.get_attr("ale"), "set_attr": lambda: venv.set_attr("ale", None),
              "env_method": lambda: venv.env_method("get_action_meanings"), "get_states": venv.get_states,
              "step_batch": lambda: venv.step_batch(np.zeros(2, np.int64))}
@@ -416,3 +418,25 @@ def test_async_misuse_errors(closing):
     venv.async_reset()
     obs, rewards, dones, _, _ = venv.recv()
     assert not rewards.any() and not dones.any() and obs.shape == (2, 84, 84, 1)
+
+
+def test_gymnasium_and_sb3_adapters_run_it(closing):
+    from vec_envs.interop import to_gymnasium, to_sb3
+
+    envs = to_gymnasium(ALEVecEnv("Breakout", 2, frame_stack=4, max_num_frames_per_episode=40))
+    try:
+        obs, _ = envs.reset(seed=3)
+        assert obs.shape == (2, 84, 84, 4) and envs.single_action_space.n == 4
+        for _ in range(10):
+            obs, _, terminations, truncations, infos = envs.step(np.ones(2, np.int64))
+        assert truncations.all() and not terminations.any() and infos["_final_obs"].all()
+        assert infos["final_obs"][0].shape == (84, 84, 4)
+    finally:
+        envs.close()
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import VecTransposeImage as SB3VecTransposeImage
+
+    sb3 = SB3VecTransposeImage(to_sb3(closing(ALEVecEnv("Breakout", 2, frame_stack=4, seed=0))))
+    assert sb3.reset().shape == (2, 4, 84, 84)
+    obs, rewards, dones, infos = sb3.step(np.ones(2, np.int64))
+    assert obs.shape == (2, 4, 84, 84) and rewards.shape == (2,) and sb3.render_mode is None

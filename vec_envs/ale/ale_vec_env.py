@@ -24,8 +24,8 @@ __all__ = ["ALEVecEnv", "EngineLimitError"]
 
 ALTERNATIVE = ("make_atari_env(game, n, vec_env_cls=SubprocVecEnv) runs the same preprocessing as "
                "Python envs that support it")
-NO_ENV_OBJECTS = ("ALEVecEnv.{method}(): the emulators live inside ale-py's C++ engine, there are no "
-                  "Python env objects to reach; " + ALTERNATIVE)
+NO_ENV_OBJECTS = ("ALEVecEnv.{call}: the emulators live inside ale-py's C++ engine, there are no Python env "
+                  "objects to reach (get_attr answers only {known}); " + ALTERNATIVE)
 NO_STATES = ("ALEVecEnv.{method}(): ale-py's vector engine exposes no emulator states, so "
              "ALEVecEnv cannot plan; " + ALTERNATIVE + " (states from ALE's cloneState)")
 WHOLE_BATCHES = ("ALEVecEnv.{method}(): this ALEVecEnv was built with batch_size={batch_size} < "
@@ -37,6 +37,7 @@ SEND_WHOLE_BATCH = ("ALEVecEnv.send(): ale-py's engine steps whole batches: send
                     "For per-env sends use " + ALTERNATIVE)
 BAD_ACTION = ("ALEVecEnv.{method}(): env {env} received action {action}, expected an int in "
               "[0, {n}) for action space {space}")
+ENV_METADATA = {"render_modes": ["rgb_array"], "render_fps": 30}  # as ale-py's AtariEnv (which adds "human")
 SEED_RANGE = 2**31  # the engine takes C ints; -1 keeps an env's own random stream
 
 
@@ -102,7 +103,8 @@ class ALEVecEnv(VecEnvBase):
             ``max_num_frames_per_episode`` (see ``AtariOptions``).
 
     What the engine cannot do raises ``EngineLimitError`` naming the alternative:
-    ``get_attr`` / ``set_attr`` / ``env_method`` (no Python env objects), states for
+    ``set_attr`` / ``env_method`` and ``get_attr`` beyond ``render_mode``, ``spec``,
+    ``metadata`` and the spaces (no Python env objects), states for
     planning, ``send`` to part of a batch, ``reset`` / ``step`` with ``batch_size <
     num_envs``. A lost life under ``episode_life`` sets ``done`` but play goes on
     from the same frame (``terminal_observation`` is that frame).
@@ -314,18 +316,31 @@ class ALEVecEnv(VecEnvBase):
                                                space=self.action_space))
 
     # ---------------------------------------------------- what it cannot do
+    def _env_attributes(self) -> dict[str, Any]:
+        """What every env of the engine is known to have, as a gymnasium env would."""
+        return {"render_mode": self.render_mode, "spec": None, "metadata": dict(ENV_METADATA),
+                "observation_space": self.observation_space, "action_space": self.action_space}
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """``render_mode``, ``spec`` (None), ``metadata``, ``observation_space`` and
+        ``action_space`` of the envs (what SB3 and the wrappers ask); anything else is an
+        EngineLimitError: the envs are C++ emulators."""
         self._check_open("get_attr")
-        raise EngineLimitError(NO_ENV_OBJECTS.format(method=f"get_attr({attr_name!r})"))
+        known = self._env_attributes()
+        if attr_name not in known:
+            raise EngineLimitError(NO_ENV_OBJECTS.format(call=f"get_attr({attr_name!r})", known=sorted(known)))
+        return [known[attr_name]] * len(self._indices(indices, "get_attr"))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         self._check_open("set_attr")
-        raise EngineLimitError(NO_ENV_OBJECTS.format(method=f"set_attr({attr_name!r})"))
+        known = sorted(self._env_attributes())
+        raise EngineLimitError(NO_ENV_OBJECTS.format(call=f"set_attr({attr_name!r})", known=known))
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
         self._check_open("env_method")
-        raise EngineLimitError(NO_ENV_OBJECTS.format(method=f"env_method({method_name!r})"))
+        known = sorted(self._env_attributes())
+        raise EngineLimitError(NO_ENV_OBJECTS.format(call=f"env_method({method_name!r})", known=known))
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         """False for every env: the engine's envs are no gymnasium envs, so nothing wraps them."""
