@@ -59,4 +59,4 @@ def test_round_robin_returns_the_envs_sent_longest_ago(closing):
         env_ids = venv.recv()[4]
         order.append(env_ids.tolist())
         venv.send([0] * len(env_ids), env_ids[::-1])  # sent in this order
-    assert order == [[0, 1], [2, 3], [4, 1], [0, 3], [2, 0]]
+    assert order == [[0, 1], [2, 3], [4, 1], [0, 3], [2, 1]]

@@ -46,6 +46,9 @@ class EnvStatus(enum.IntEnum):
     RETURNED = 2
 
 
+_IDLE, _IN_FLIGHT, _RETURNED = (int(status) for status in EnvStatus)  # plain ints: fast NumPy compares
+
+
 class AsyncEnvs:
     """The async state of every env of one VecEnv.
 
@@ -63,23 +66,23 @@ class AsyncEnvs:
     def __init__(self, cls: str, num_envs: int, batch_size: int) -> None:
         self.cls, self.num_envs, self.batch_size = cls, num_envs, batch_size
         self.status = np.zeros(num_envs, np.int8)
+        self.flying = 0  # how many envs are IN_FLIGHT: lock-step calls check it, so O(1)
 
     def in_flight(self) -> np.ndarray:
         """The envs a ``recv`` may return, in index order."""
-        return np.flatnonzero(self.status == EnvStatus.IN_FLIGHT)
+        return np.flatnonzero(self.status == _IN_FLIGHT)
 
     def check_none_in_flight(self, method: str) -> None:
         """AlreadyPendingCallError for a lock-step call while envs are in flight."""
-        if (self.status == EnvStatus.IN_FLIGHT).any():
+        if self.flying:
             raise AlreadyPendingCallError(IN_FLIGHT.format(cls=self.cls, method=method,
                                                            envs=self.in_flight().tolist()))
 
     def check_recv(self) -> None:
         """NoAsyncCallError, at once, when fewer than ``batch_size`` envs are in flight."""
-        flying = self.in_flight()
-        if len(flying) < self.batch_size:
+        if self.flying < self.batch_size:
             raise NoAsyncCallError(TOO_FEW.format(cls=self.cls, batch_size=self.batch_size,
-                                                  count=len(flying), envs=flying.tolist()))
+                                                  count=self.flying, envs=self.in_flight().tolist()))
 
     def check_send(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as an int64 array; ValueError unless each env is RETURNED, once."""
@@ -88,9 +91,9 @@ class AsyncEnvs:
         if (counts > 1).any():
             raise ValueError(REPEATED.format(cls=self.cls, envs=values[counts > 1].tolist()))
         status = self.status[ids]
-        wrong = status != EnvStatus.RETURNED
+        wrong = status != _RETURNED
         if wrong.any():
-            why = "in flight" if (status[wrong] == EnvStatus.IN_FLIGHT).all() else \
+            why = "in flight" if (status[wrong] == _IN_FLIGHT).all() else \
                 "no async round is running for some: async_reset() starts one"
             raise ValueError(NOT_RETURNED.format(cls=self.cls, envs=ids[wrong].tolist(), why=why))
         return ids
@@ -107,16 +110,21 @@ class AsyncEnvs:
 
     def start_all(self) -> None:
         """``async_reset``: every env is in flight."""
-        self.status[:] = EnvStatus.IN_FLIGHT
+        self.status[:] = _IN_FLIGHT
+        self.flying = self.num_envs
 
     def returned(self, env_ids: np.ndarray) -> None:
-        """``recv`` returned ``env_ids``."""
-        self.status[env_ids] = EnvStatus.RETURNED
+        """``recv`` returned ``env_ids`` (envs in flight)."""
+        self.status[env_ids] = _RETURNED
+        self.flying -= len(env_ids)
 
     def sent(self, env_ids: np.ndarray) -> None:
-        """``send`` started ``env_ids``."""
-        self.status[env_ids] = EnvStatus.IN_FLIGHT
+        """``send`` started ``env_ids`` (envs returned)."""
+        self.status[env_ids] = _IN_FLIGHT
+        self.flying += len(env_ids)
 
     def clear(self) -> None:
         """No async round (a lock-step call, or a failure that ended the round)."""
-        self.status[:] = EnvStatus.IDLE
+        if self.flying or (self.status != _IDLE).any():
+            self.status[:] = _IDLE
+        self.flying = 0
