@@ -60,7 +60,7 @@ class AsyncEnvs:
         [1, 0]
         >>> envs.check_send([2])
         Traceback (most recent call last):
-        ValueError: DummyVecEnv.send(): envs [2] were not returned by recv() since their last send (in flight); send only to the envs recv() returned, once each
+        ValueError: DummyVecEnv.send(): envs [2] were not returned by recv() since their last send (in flight); ...
     """
 
     def __init__(self, cls: str, num_envs: int, batch_size: int) -> None:
