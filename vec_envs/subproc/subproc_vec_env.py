@@ -2,17 +2,22 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from typing import Sequence
+from collections.abc import Sequence
 
-from vec_envs.subproc import doorbell
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
+from vec_envs.spaces.shared_memory import SharedBuffers
+from vec_envs.subproc import doorbell
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
-from vec_envs.spaces.shared_memory import SharedBuffers
+from vec_envs.subproc.shared_slice_server import AttachSharedRequest
 from vec_envs.subproc.subproc_worker import SubprocWorker
 from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import Command
-from vec_envs.workers.worker_vec_env import WorkerVecEnv, available_cpus, resolve_in_series
+from vec_envs.workers.worker_vec_env import (
+    WorkerVecEnv,
+    available_cpus,
+    resolve_in_series,
+)
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
 
@@ -100,8 +105,8 @@ class SubprocVecEnv(WorkerVecEnv):
             return
         if shared.doorbells is not None:
             Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0
-        self._send(w, Command.ATTACH_SHARED, (shared.space, shared.action_space, shared.n, worker.first_index,
-                                              shared.size, shared.num_doorbells, w, shared.fd))
-        self._results(self._gather([w], self.timeout, "__init__"), "__init__")
-        if shared.doorbells is not None and shared.actions is not None:
+        request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index,
+                                      shared.size, shared.num_doorbells, w, shared.fd)
+        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
+        if shared.doorbells is not None and shared.actions is not None and isinstance(worker, SubprocWorker):
             worker.bell = Doorbell(shared.doorbells[w])
