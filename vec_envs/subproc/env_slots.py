@@ -65,21 +65,21 @@ class EnvSlots:
     def __init__(self, requested: np.ndarray, answered: np.ndarray, worker_rows: np.ndarray) -> None:
         self.requested, self.answered, self.worker_rows = requested, answered, worker_rows
         self.expected = np.zeros(len(requested), np.int64)  # the number each env's answer will carry
-        self._last = 0  # numbers for resets come after every number used so far
+
+    def _next(self, env_ids: np.ndarray) -> np.ndarray:
+        """Numbers above every one used for these envs (steps and resets alike), so an
+        answer never looks like the answer to a later request."""
+        seqs = np.maximum(self.requested[env_ids], self.expected[env_ids]) + 1
+        self.expected[env_ids] = seqs
+        return seqs
 
     def request(self, env_ids: np.ndarray) -> None:
         """Ask the workers to step ``env_ids`` (their actions are written already)."""
-        seqs = self.requested[env_ids] + 1
-        self.expected[env_ids] = seqs
-        self.requested[env_ids] = seqs
+        self.requested[env_ids] = self._next(env_ids)
 
     def reset_seqs(self, env_ids: np.ndarray) -> np.ndarray:
         """The numbers the async reset of ``env_ids`` will be answered with (sent by pipe)."""
-        self._last = max(self._last, int(self.expected.max(initial=0)), int(self.requested.max(initial=0)))
-        seqs = np.arange(self._last + 1, self._last + 1 + len(env_ids), dtype=np.int64)
-        self._last += len(env_ids)
-        self.expected[env_ids] = seqs
-        return seqs
+        return self._next(env_ids)
 
     def finished(self, env_ids: np.ndarray) -> np.ndarray:
         """Which of ``env_ids`` have answered their last request (a bool mask)."""
