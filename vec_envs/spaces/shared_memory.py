@@ -18,7 +18,7 @@ from gymnasium import spaces
 from vec_envs.spaces.batching import BatchBuffers, leaf_shape
 from vec_envs.subproc.doorbell import SLOTS
 
-__all__ = ["SharedBuffers", "map_buffers", "map_region"]
+__all__ = ["SharedBuffers", "map_region"]
 
 _ALIGN = 64  # bytes: each leaf starts on its own cache line
 
@@ -68,17 +68,11 @@ def _anonymous_fd(size: int) -> int:
     return fd
 
 
-def map_buffers(space: spaces.Space, action_space: spaces.Space | None, n: int, doorbells: int, fd: int,
-                size: int) -> tuple[mmap.mmap, BatchBuffers, np.ndarray | None, np.ndarray | None]:
-    """Map the region behind ``fd`` (in a worker): the region, buffers, actions, doorbells."""
-    region, buffers, actions, bells, _ = map_region(space, action_space, n, doorbells, fd, size)
-    return region, buffers, actions, bells
-
-
 def map_region(space: spaces.Space, action_space: spaces.Space | None, n: int, doorbells: int, fd: int,
                size: int, slot_workers: int = 0) -> tuple[mmap.mmap, BatchBuffers, np.ndarray | None,
                                                           np.ndarray | None, tuple[np.ndarray, ...] | None]:
-    """``map_buffers`` and the env slots' arrays (``EnvSlots.arrays``) when laid out."""
+    """Map the region behind ``fd`` (in a worker): the region, buffers, actions, doorbells and
+    the env slots' arrays (``EnvSlots``), each None when not laid out."""
     region = mmap.mmap(fd, size)
     buffers, actions, bells, _, slots = _layout(space, action_space, n, doorbells, region, slot_workers)
     return region, buffers, actions, bells, slots

@@ -43,8 +43,15 @@ class SlottedBatches(AsyncBatches):
     """``AsyncBatches`` where the worker processes answer per env in shared memory.
 
     Example:
-        >>> venv = SubprocVecEnv(env_fns, batch_size=4)   # doctest: +SKIP
-        >>> venv.async_reset(); venv.recv()               # the first 4 envs reset
+        >>> import gymnasium as gym
+        >>> from vec_envs import SubprocVecEnv
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2, batch_size=2) as venv:
+        ...     venv.async_reset()
+        ...     obs, rewards, dones, infos, env_ids = venv.recv()   # the first 2 envs reset
+        ...     venv.send([0, 1], env_ids)                          # step them; the others wait
+        ...     kind = type(venv.batches).__name__
+        >>> kind, obs.shape, rewards.tolist()
+        ('SlottedBatches', (2, 4), [0.0, 0.0])
     """
 
     def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: bool) -> None:

@@ -120,6 +120,10 @@ class SubprocVecEnv(WorkerVecEnv):
             self._env_slots = EnvSlots(*shared.slots)
         return self._env_slots
 
+    def _drop_views(self) -> None:
+        super()._drop_views()
+        self._env_slots = None
+
     def _make_async_batches(self) -> AsyncBatches:
         slots = self._slots
         if slots is None or self._shared is None or self._shared.actions is None:

@@ -44,8 +44,15 @@ class AsyncBatches:
     """The parent's side of asynchronous batches for a ``WorkerVecEnv``.
 
     Example:
-        >>> venv = SubprocVecEnv(env_fns, shared_memory=False, batch_size=2)  # doctest: +SKIP
-        >>> venv.async_reset()          # RESET to every worker; recv gathers their rows
+        >>> import gymnasium as gym
+        >>> from vec_envs import SubprocVecEnv
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2, shared_memory=False,
+        ...                    batch_size=3) as venv:
+        ...     venv.async_reset()                   # RESET to both workers
+        ...     env_ids = venv.recv()[4]             # both replied: 3 of their 4 envs returned
+        ...     kind = type(venv.batches).__name__
+        >>> kind, len(env_ids)
+        ('AsyncBatches', 3)
     """
 
     def __init__(self, venv: WorkerVecEnv) -> None:

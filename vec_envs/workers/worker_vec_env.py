@@ -374,6 +374,12 @@ class WorkerVecEnv(VecEnvBase):
         return self._observations(), results
 
     # ---------------------------------------------------------------------- close
+    def _drop_views(self) -> None:
+        """Drop every view of the batch buffers, so shared memory is unmapped at once."""
+        vars(self).pop("buffers", None)
+        self._shared_actions = None
+        self._batches = None
+
     def close_extras(self) -> None:
         """Ask every worker to close its envs, then end the workers and free the buffers."""
         failure = None
@@ -392,8 +398,7 @@ class WorkerVecEnv(VecEnvBase):
         finally:
             for worker in self.workers:
                 worker.shutdown(CLOSE_TIMEOUT_S)
-            vars(self).pop("buffers", None)  # drop our views: shared memory is unmapped now
-            self._shared_actions = None
+            self._drop_views()
             self._finalizer()
         if failure is not None:
             raise failure
