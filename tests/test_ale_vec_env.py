@@ -82,7 +82,7 @@ def test_bad_options_are_clear_errors():
         ALEVecEnv("Brekout", 2)
     with pytest.raises(TypeError, match=r"unknown option\(s\) \['sticky'\]; the options are .*noop_max"):
         ALEVecEnv("Breakout", 2, sticky=0.25)
-    with pytest.raises(ValueError, match="batch_size must be None or an int in \\[1, num_envs=2\\], received 3"):
+    with pytest.raises(ValueError, match=r"ALEVecEnv: batch_size must be an int in 1..2 \(num_envs\) or None, received 3"):
         ALEVecEnv("Breakout", 2, batch_size=3)
     with pytest.raises(ValueError, match="num_envs must be a positive int, received 0"):
         ALEVecEnv("Breakout", 0)

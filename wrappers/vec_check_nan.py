@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -89,6 +89,20 @@ class VecCheckNan(VecEnvWrapper):
                 self._check_single(int(i), "terminal_observation", infos[i]["terminal_observation"], "after step")
         return obs, rewards, dones, infos
 
+    def send(self, actions: Any, env_ids: Any) -> None:
+        self._check_batch("action", actions, "before send", np.asarray(env_ids))
+        self.venv.send(actions, env_ids)
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        self._check_batch("observation", obs, "after recv", env_ids)
+        self._check_batch("reward", rewards, "after recv", env_ids)
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                self._check_single(int(env_ids[j]), "terminal_observation", infos[j]["terminal_observation"],
+                                   "after recv")
+        return obs, rewards, dones, infos, env_ids
+
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
         self._check_batch("observation", obs, "after reset")
@@ -99,11 +113,14 @@ class VecCheckNan(VecEnvWrapper):
         self._check_single(index % self.num_envs, "observation", obs, "after reset_single_env")
         return obs
 
-    def _check_batch(self, name: str, batch: Any, when: str) -> None:
+    def _check_batch(self, name: str, batch: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Report bad values in a batch; row j is env ``env_ids[j]`` (env j if None)."""
         for path, leaf in _leaves(batch):
             found = _bad_rows(leaf, self.check_inf)
             if found is not None:
                 kind, rows = found
+                if env_ids is not None and env_ids.shape == (len(leaf),):
+                    rows = env_ids[rows]
                 message = FOUND.format(field=name + path, index=int(rows[0]), kind=kind, when=when)
                 if len(rows) > 1:
                     message += ALSO.format(kind=kind, indices=rows.tolist())

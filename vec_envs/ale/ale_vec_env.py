@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
+from vec_envs.async_envs import check_batch_size
 from vec_envs.errors import EnvTimeoutError, VecEnvError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -135,23 +136,19 @@ class ALEVecEnv(VecEnvBase):
         self.timeout = timeout
         self._rom_path = import_ale().roms.get_rom_path(self.game)
         self._num_threads = 0 if num_threads is None else int(num_threads)
-        self._init_batching(int(num_envs), batch_size)
+        self.batch_size = check_batch_size(batch_size, int(num_envs), "ALEVecEnv")  # the engine needs it first
+        self._init_batching(int(num_envs))
         self._engine = self._build_engine()
         observation_space = spaces.Box(0, 255, self.options.observation_shape, np.uint8)
         self._n_actions = len(self._engine.get_action_set())
         action_space = spaces.Discrete(self._n_actions)
-        super().__init__(int(num_envs), observation_space, action_space)
+        super().__init__(int(num_envs), observation_space, action_space, batch_size)
         self.tracker = EpisodeTracker(self.num_envs, self.options.clip_rewards)
         self._frames: list[tuple[np.ndarray, int] | None] = [None] * self.num_envs
         if seed is not None:
             self.seed(seed)
 
-    def _init_batching(self, num_envs: int, batch_size: int | None) -> None:
-        size = num_envs if batch_size is None else batch_size
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= num_envs:
-            raise ValueError(f"ALEVecEnv: batch_size must be None or an int in [1, num_envs={num_envs}], "
-                             f"received {batch_size!r}")
-        self.batch_size = int(size)
+    def _init_batching(self, num_envs: int) -> None:
         self._engine_envs = num_envs
         self._ordered = self.batch_size == num_envs  # the engine returns every env, in env order
         self._paddles = np.ones(self.batch_size, np.float32)

@@ -115,27 +115,35 @@ class EnvSlice:
 
     def reset_one(self, k: int, seed: int | None = None) -> Any:
         """Reset env ``k`` of this slice alone; returns its observation (a copy)."""
+        self.reset_env(k, seed)
+        return copy_obs(get_row(self.buffers.obs, k))
+
+    def reset_env(self, k: int, seed: int | None = None) -> Info:
+        """Reset env ``k`` into its row (reward 0, done False there); returns its reset info."""
         obs, info = self._call(k, "reset", lambda: self.envs[k].reset(seed=seed))
         self._call(k, "reset", lambda: self._write(k, obs))
+        self.buffers.rewards[k] = 0.0
+        self.buffers.dones[k] = False
         self.reset_infos[k] = info
-        return copy_obs(get_row(self.buffers.obs, k))
+        return info
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
         """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
-        rewards, dones, write = self.buffers.rewards, self.buffers.dones, self._write
-        infos = []
-        for k, env in enumerate(self.envs):
-            try:
-                obs, reward, terminated, truncated, info = env.step(actions[k])
-                write(k, obs)
-            except Exception as exc:
-                raise EnvCallFailed(self.first_index + k, "step") from exc
-            rewards[k] = reward
-            done = dones[k] = terminated or truncated
-            if done:
-                info = self._auto_reset(k, info, bool(truncated and not terminated))
-            infos.append(info)
-        return infos
+        step_env = self.step_env
+        return [step_env(k, actions[k]) for k in range(len(self.envs))]
+
+    def step_env(self, k: int, action: Any) -> Info:
+        """Step env ``k`` into its row; if its episode ended, reset it at once. Its info."""
+        try:
+            obs, reward, terminated, truncated, info = self.envs[k].step(action)
+            self._write(k, obs)
+        except Exception as exc:
+            raise EnvCallFailed(self.first_index + k, "step") from exc
+        self.buffers.rewards[k] = reward
+        done = self.buffers.dones[k] = terminated or truncated
+        if done:
+            info = self._auto_reset(k, info, bool(truncated and not terminated))
+        return info
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
         info = dict(info)

@@ -34,8 +34,10 @@ from typing import ClassVar, NamedTuple
 
 from gymnasium import spaces
 
-from vec_envs.spaces.shared_memory import map_buffers
+from vec_envs.spaces.shared_memory import map_region
 from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.env_slots import AsyncResetRequest, WorkerSlots
+from vec_envs.subproc.slot_stepping import async_reset, serve_requests
 from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import Command, Outcome, SliceServer
 
@@ -53,6 +55,7 @@ class AttachSharedRequest(NamedTuple):
     num_doorbells: int
     worker_index: int  # the worker's doorbell row
     fd: int  # travels by ``send_handle``, after the request
+    slot_workers: int = 0  # rows of env slots laid out (asynchronous batches), 0: none
 
 
 def send_attach(conn: Connection, request: AttachSharedRequest, pid: int) -> None:
@@ -74,14 +77,30 @@ class SharedSliceServer(SliceServer):
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
         super().__init__(env_fns, first_index)
         self.doorbell: Doorbell | None = None
+        self.slots: WorkerSlots | None = None  # asynchronous batches, when laid out
         self._region: mmap.mmap | None = None
 
     def _attach_shared(self, request: AttachSharedRequest) -> None:
-        self._region, full, actions, bells = map_buffers(
-            request.space, request.action_space, request.n, request.num_doorbells, request.fd, request.size)
+        self._region, full, actions, bells, slots = map_region(
+            request.space, request.action_space, request.n, request.num_doorbells, request.fd, request.size,
+            request.slot_workers)
         stop = request.start + len(self.envs)
         self.attach(full.view(request.start, stop), None if actions is None else actions[request.start:stop])
         self.doorbell = None if bells is None else Doorbell(bells[request.worker_index])
+        if slots is not None and actions is not None:
+            requested, answered, rows = slots
+            self.slots = WorkerSlots(requested, answered, rows[request.worker_index], request.start, stop)
+
+    def serve_slots(self, conn: Connection) -> int:
+        """Step the envs whose requests are new (asynchronous batches); how many."""
+        if self.slots is None or self._actions is None:
+            return 0
+        return serve_requests(conn, self.envs, self.slots, self._actions)
+
+    def async_reset(self, conn: Connection, request: AsyncResetRequest) -> None:
+        """ASYNC_RESET: reset every env, each answered on its own in the slots."""
+        if self.slots is not None:
+            async_reset(conn, self.envs, self.slots, request)
 
     def step_for_doorbell(self) -> Outcome | None:
         """Step as the doorbell asked: the outcome to send through the pipe, or None when

@@ -16,6 +16,7 @@ from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.env_slots import WorkerSlots
 from vec_envs.subproc.shared_slice_server import (
     SharedSliceServer,
     receive_attach,
@@ -25,13 +26,14 @@ from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
 
-__all__ = ["SubprocWorker", "worker_main"]
+__all__ = ["SubprocWorker", "describe_exit", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
 NAP_MIN_S, WORKER_NAP_MAX_S, PARENT_NAP_MAX_S = 100e-6, 5e-3, 200e-6  # dozing between doorbell looks
 PIPE = -1  # "a command came through the pipe" (doorbell requests are numbered from 1;
 PARENT_GONE = -2  # every event is non-zero, so spin_until takes each as found)
 STEPPED_QUIETLY = Outcome(True, EMPTY_STEP_REPLY)  # a doorbell step answered with nothing to say
+SLOTS = -3  # "envs have new requests in their slots" (asynchronous batches)
 
 
 def _poller(conn: Connection) -> Any:
@@ -44,34 +46,44 @@ def _poller(conn: Connection) -> Any:
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell: Doorbell | None,
-                   last_seq: int) -> int:
-    """Spin, then sleep, until the doorbell rings (its sequence number), a command comes
-    through the pipe (PIPE), or the parent is gone (PARENT_GONE).
+                   last_seq: int, slots: WorkerSlots | None = None) -> int:
+    """Spin, then sleep, until the doorbell rings (its sequence number), envs have new
+    requests (SLOTS), a command comes through the pipe (PIPE), or the parent is gone
+    (PARENT_GONE).
 
     Asleep, the worker says so on its bell, so the parent sends the next step through the
     pipe and wakes it at once; it still looks at the bell between naps in case the two
     crossed (a bell rung just as it fell asleep)."""
     def event() -> int | None:
         seq = bell.requested(last_seq) if bell is not None else 0
+        if not seq and slots is not None and len(slots.pending()):
+            seq = SLOTS
         return seq or (PIPE if poller is None or poller.poll(0) else None)
 
     start = time.perf_counter()
     found = spin_until(event, spin.budget())
-    if found is None and bell is not None:
-        bell.set_sleeping(True)  # from now on the parent sends through the pipe
+    if found is None:
+        _set_sleeping(bell, slots, True)  # from now on the parent wakes it through the pipe
         found = event()
     nap = NAP_MIN_S
+    watched = bell is not None or slots is not None
     while found is None:
-        if conn.poll(PARENT_CHECK_S if bell is None else nap):
+        if conn.poll(nap if watched else PARENT_CHECK_S):
             found = PIPE
         elif os.getppid() != parent:
             return PARENT_GONE
         else:
             found, nap = event(), min(2 * nap, WORKER_NAP_MAX_S)
-    if bell is not None:
-        bell.set_sleeping(False)
+    _set_sleeping(bell, slots, False)
     spin.record(time.perf_counter() - start)
     return found
+
+
+def _set_sleeping(bell: Doorbell | None, slots: WorkerSlots | None, asleep: bool) -> None:
+    if bell is not None:
+        bell.set_sleeping(asleep)
+    if slots is not None:
+        slots.set_sleeping(asleep)
 
 
 def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell, seq: int) -> None:
@@ -117,14 +129,21 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     poller, spinner, last_seq = _poller(conn), Spin(spin), 0
     try:
         while True:
-            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq)
+            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq, server.slots)
             if event == PARENT_GONE:
                 return
+            if event == SLOTS:
+                server.serve_slots(conn)
+                continue
             if event != PIPE and server.doorbell is not None:
                 last_seq = event
                 _answer_doorbell(conn, server, server.doorbell, event)
                 continue
             command, payload = conn.recv()
+            if command in (Command.ASYNC_RESET, Command.WAKE):  # answered per env in the slots
+                if command == Command.ASYNC_RESET:
+                    server.async_reset(conn, payload)
+                continue
             if command == Command.ATTACH_SHARED:
                 payload = receive_attach(conn, payload)
             _reply(conn, server.handle(command, payload), command)
@@ -151,7 +170,8 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None) -> str:
+    """How a worker process ended, from its exit code (None: still running)."""
     if code is None:
         return "is unresponsive"
     if code < 0:
@@ -208,7 +228,7 @@ class SubprocWorker(Worker):
                 self.conn.send((int(command), payload))  # a plain int pickles faster than the enum
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
-            raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
+            raise WorkerDied(describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> Outcome:
         if self._bell_seq and self.bell is not None:
@@ -217,14 +237,22 @@ class SubprocWorker(Worker):
                 return STEPPED_QUIETLY  # all is in shared memory
             if not self.bell.answered(seq):
                 self.process.join(1.0)
-                raise WorkerDied(_describe_exit(self.process.exitcode))
+                raise WorkerDied(describe_exit(self.process.exitcode))
         try:
             if self._has_message():
                 return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             pass
         self.process.join(1.0)
-        raise WorkerDied(_describe_exit(self.process.exitcode))
+        raise WorkerDied(describe_exit(self.process.exitcode))
+
+    def recv_message(self) -> Any:
+        """The next message through the pipe, waiting for it (WorkerDied if the worker is gone)."""
+        try:
+            return self.conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(1.0)
+            raise WorkerDied(describe_exit(self.process.exitcode)) from None
 
     @classmethod
     def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:

@@ -94,6 +94,18 @@ class Messenger:
                 waiting.remove(worker.index)
         return {w: self._outcomes.pop(w) for w in ws}
 
+    def gather_any(self, ws: Iterable[int], timeout: float | None) -> dict[int, Outcome]:
+        """The outcomes of those of ``ws`` that answer first (the parent's own slice at once);
+        {} when none did within ``timeout``."""
+        ws = list(ws)
+        done = [w for w in ws if w in self._outcomes or self.workers[w].is_local]
+        if not done:
+            done = [worker.index for worker in self.worker_class.wait([self.workers[w] for w in ws], timeout)]
+        for w in done:
+            if w not in self._outcomes:
+                self._collect(self.workers[w])
+        return {w: self._outcomes.pop(w) for w in done}
+
     def _collect(self, worker: Worker) -> None:
         try:
             self._outcomes[worker.index] = worker.recv()

@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.errors import EnvCallFailed
-from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.spaces.batching import BatchBuffers, take_rows
 from vec_envs.stepping.env_slice import BatchStepResult, EnvSlice
 from vec_envs.types import EnvFn, Info, VecEnvObs
 
@@ -55,6 +55,8 @@ __all__ = [
     "SpacesReply",
     "StepBatchReply",
     "StepBatchRequest",
+    "StepEnvsReply",
+    "StepEnvsRequest",
     "StepReply",
     "WorkerFailure",
 ]
@@ -77,6 +79,9 @@ class Command(enum.IntEnum):
     GET_STATES = 12
     SET_STATES = 13
     STEP_BATCH = 14
+    STEP_ENVS = 15  # asynchronous batches: step some envs of the slice
+    ASYNC_RESET = 16  # subprocess transport only: answered per env in shared memory (env_slots.py)
+    WAKE = 17  # subprocess transport only: "new requests in shared memory"; no reply
 
 
 @dataclass
@@ -158,6 +163,11 @@ class StepBatchRequest(NamedTuple):
     return_states: bool
 
 
+class StepEnvsRequest(NamedTuple):
+    ks: list[int]  # envs of the slice, in the order of ``actions``
+    actions: Any  # one action per env of ``ks``
+
+
 # ------------------------------------------------------------------- replies
 class Arrays(NamedTuple):
     """The slice's batch rows, sent only when they are not in memory the parent reads."""
@@ -193,6 +203,14 @@ class StepReply(NamedTuple):
 EMPTY_STEP_REPLY = StepReply(MappingProxyType({}), MappingProxyType({}), None)
 
 
+class StepEnvsReply(NamedTuple):
+    """The envs ``ks`` of a STEP_ENVS request stepped; ``arrays`` holds their rows, in order."""
+
+    infos: dict[int, Info]  # non-empty infos, by env of the slice
+    reset_infos: dict[int, Info]  # of the envs that ended and were reset
+    arrays: Arrays | None
+
+
 class ResetOneReply(NamedTuple):
     obs: Any
     info: Info
@@ -225,6 +243,7 @@ class SliceServer:
         Command.GET_STATES: "_get_states",
         Command.SET_STATES: "_set_states",
         Command.STEP_BATCH: "_step_batch",
+        Command.STEP_ENVS: "_step_envs",
     }
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
@@ -282,9 +301,21 @@ class SliceServer:
             actions = self._actions.copy()
         infos = envs.step(actions)
         sparse = {k: info for k, info in enumerate(infos) if info}
-        reset_infos, dones = envs.reset_infos, envs.buffers.dones
-        new_reset_infos = {k: reset_infos[k] for k in range(len(infos)) if dones[k] and reset_infos[k]}
+        reset_infos = envs.reset_infos
+        ended = np.flatnonzero(envs.buffers.dones).tolist()
+        new_reset_infos = {k: reset_infos[k] for k in ended if reset_infos[k]}
         return StepReply(sparse, new_reset_infos, self._arrays())
+
+    def _step_envs(self, request: StepEnvsRequest) -> StepEnvsReply:
+        envs = self.envs
+        infos = {k: info for k, action in zip(request.ks, request.actions) if (info := envs.step_env(k, action))}
+        dones = envs.buffers.dones
+        reset_infos = {k: envs.reset_infos[k] for k in request.ks if dones[k] and envs.reset_infos[k]}
+        arrays = None
+        if not self.shared:
+            ks = np.asarray(request.ks, np.int64)
+            arrays = Arrays(take_rows(envs.buffers.obs, ks), envs.buffers.rewards[ks], dones[ks])
+        return StepEnvsReply(infos, reset_infos, arrays)
 
     def _reset_one(self, request: ResetOneRequest) -> ResetOneReply:
         obs = self.envs.reset_one(request.k, request.seed)

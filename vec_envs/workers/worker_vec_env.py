@@ -17,8 +17,10 @@ import numpy as np
 
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, write_rows
-from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.async_envs import EnvStatus
+from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import (
@@ -91,7 +93,7 @@ class WorkerVecEnv(VecEnvBase):
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
-                 step_in_parent: bool = False) -> None:
+                 step_in_parent: bool = False, batch_size: int | None = None) -> None:
         if len(env_fns) == 0:
             raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
         self.restart_policy = RestartPolicy(on_error, max_restarts)
@@ -100,6 +102,8 @@ class WorkerVecEnv(VecEnvBase):
         self.copy, self.timeout = copy, timeout
         self.step_in_parent = step_in_parent
         self._shared_actions: np.ndarray | None = None
+        self._batch_size = batch_size
+        self._batches: AsyncBatches | None = None
         self.workers: list[Worker] = []
         self.messenger = Messenger(type(self).__name__, self.workers, self.worker_class)
         self._resources: list[Any] = []
@@ -122,7 +126,7 @@ class WorkerVecEnv(VecEnvBase):
                     f"envs {self.workers[w].first_index}.. have spaces {obs_space}, {act_space}, but env 0 "
                     f"has {observation_space}, {action_space}: every env must have the same spaces",
                     env_index=self.workers[w].first_index, worker_index=w, method="__init__")
-        super().__init__(len(self._env_fns), observation_space, action_space)
+        super().__init__(len(self._env_fns), observation_space, action_space, self._batch_size)
         self.buffers = self._make_buffers()
         for w in range(len(self.workers)):
             self._prepare_worker(w)
@@ -156,6 +160,10 @@ class WorkerVecEnv(VecEnvBase):
     def _make_buffers(self) -> BatchBuffers:
         """The parent's batch buffers (default: local arrays the replies are copied into)."""
         return BatchBuffers.allocate(self.observation_space, self.num_envs)
+
+    def _make_async_batches(self) -> AsyncBatches:
+        """The parent's side of recv/send (default: one command per group of envs per worker)."""
+        return AsyncBatches(self)
 
     def _prepare_worker(self, w: int) -> None:
         """Called once per (re)started worker, after its spaces were checked.
@@ -236,9 +244,9 @@ class WorkerVecEnv(VecEnvBase):
             self._store_arrays(first, reply.arrays)
         for k, info in reply.infos.items():
             infos[first + k] = info
-        for i in range(first, self.workers[w].stop):
-            if self.buffers.dones[i]:
-                self.reset_infos[i] = reply.reset_infos.get(i - first, {})
+        ended = np.flatnonzero(self.buffers.dones[first:self.workers[w].stop])  # no Python loop over envs
+        for k in ended.tolist():
+            self.reset_infos[first + k] = reply.reset_infos.get(k, {})
 
     def _flag_restarted(self, w: int, error: str, infos: list[dict[str, Any]]) -> None:
         worker = self.workers[w]
@@ -246,6 +254,28 @@ class WorkerVecEnv(VecEnvBase):
             infos[i] = {"env_restarted": True, "error": error}
         self.buffers.rewards[worker.first_index:worker.stop] = 0.0
         self.buffers.dones[worker.first_index:worker.stop] = True
+
+    # ---------------------------------------------------------- asynchronous batches
+    @property
+    def batches(self) -> AsyncBatches:
+        """The recv/send machinery, made at the first ``async_reset``."""
+        if self._batches is None:
+            self._batches = self._make_async_batches()
+        return self._batches
+
+    def _async_reset(self, seeds: list[int | None] | None) -> None:
+        self.batches.reset(seeds)
+
+    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        self.batches.send(actions, env_ids)
+
+    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        obs, rewards, dones, infos, env_ids = self.batches.recv(count, timeout or self.timeout)
+        return obs, rewards, dones, infos, env_ids
+
+    def returned_envs(self) -> np.ndarray:
+        """The envs returned by ``recv`` that wait for their ``send``."""
+        return np.flatnonzero(self._async.status == EnvStatus.RETURNED)
 
     # -------------------------------------------------------------------- restart
     def _restart(self, w: int, failure: WorkerFailure | WorkerDied, method: str) -> str:
@@ -344,10 +374,18 @@ class WorkerVecEnv(VecEnvBase):
         return self._observations(), results
 
     # ---------------------------------------------------------------------- close
+    def _drop_views(self) -> None:
+        """Drop every view of the batch buffers, so shared memory is unmapped at once."""
+        vars(self).pop("buffers", None)
+        self._shared_actions = None
+        self._batches = None
+
     def close_extras(self) -> None:
         """Ask every worker to close its envs, then end the workers and free the buffers."""
         failure = None
         try:
+            if self._batches is not None:
+                self._batches.abort()  # envs still in flight: let them finish, read what is due
             for w in list(self.messenger.awaiting):
                 self.messenger.drain(w)
             for worker in self.workers:
@@ -360,8 +398,7 @@ class WorkerVecEnv(VecEnvBase):
         finally:
             for worker in self.workers:
                 worker.shutdown(CLOSE_TIMEOUT_S)
-            vars(self).pop("buffers", None)  # drop our views: shared memory is unmapped now
-            self._shared_actions = None
+            self._drop_views()
             self._finalizer()
         if failure is not None:
             raise failure
