@@ -102,8 +102,22 @@ METHODS: dict[str, tuple[str, Callable[[], benchmark.Stepper]]] = {
 }
 
 
+def tree_cpu_s() -> float:
+    """CPU seconds (user + sys) of this process and its live children (SubprocVecEnv's workers)."""
+    import psutil
+
+    total = 0.0
+    for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def measure(key: str, window: float, warmup: float, seed: int) -> dict:
-    """One cell, in this process: build + reset, warm up, one timed window."""
+    """One cell, in this process: build + reset, warm up, one timed window (wall and CPU)."""
     stepper = METHODS[key][1]()
     if not stepper.stacks_frames:
         stepper = benchmark.Stacked(stepper, WORKLOAD.frame_stack)
@@ -112,31 +126,40 @@ def measure(key: str, window: float, warmup: float, seed: int) -> dict:
         actions = stepper.prepare(benchmark.presample(stepper.action_space, stepper.num_envs,
                                                       benchmark.ACTION_TABLE, seed))
         benchmark.step_for(stepper.step, actions, warmup)
+        cpu_start = tree_cpu_s()
         calls, seconds = benchmark.step_for(stepper.step, actions, window)
+        cpu_s = tree_cpu_s() - cpu_start
     finally:
         stepper.close()
-    return {"steps_per_s": calls * stepper.num_envs / seconds}
+    steps = calls * stepper.num_envs
+    return {"steps_per_s": steps / seconds, "steps_per_cpu_s": steps / max(cpu_s, 1e-9)}
 
 
-def run_cell(key: str, args: argparse.Namespace) -> float:
-    """One cell in a fresh process; its env steps per second."""
+def run_cell(key: str, args: argparse.Namespace) -> dict:
+    """One cell in a fresh process: its env steps per second (wall) and per CPU second."""
     cmd = [sys.executable, __file__, "--cell", key, "--window", str(args.window), "--warmup", str(args.warmup),
            "--seed", str(args.seed)]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
     lines = [line for line in out.stdout.splitlines() if line.startswith(benchmark.MARK)]
     if out.returncode != 0 or not lines:
         raise RuntimeError(f"cell {key} failed:\n{out.stderr[-2000:]}")
-    return float(json.loads(lines[-1][len(benchmark.MARK):])["steps_per_s"])
+    return dict(json.loads(lines[-1][len(benchmark.MARK):]))
 
 
-def table(results: dict[str, list[float]]) -> str:
-    base = statistics.median(results["sync"]) if "sync" in results else float("nan")
-    rows = ["| method | env steps/s (median) | runs | x SyncVectorEnv |", "|---|---:|---|---:|"]
-    for key, rates in results.items():
-        median = statistics.median(rates)
-        runs = ", ".join(f"{rate:.0f}" for rate in rates)
-        ratio = f"{median / base:.2f}" if not math.isnan(base) else "-"  # no SyncVectorEnv cell
-        rows.append(f"| {METHODS[key][0]} | {median:.0f} | {runs} | {ratio} |")
+def table(results: dict[str, list[dict]]) -> str:
+    """Medians per method; the ratio to SyncVectorEnv's median (wall), and env steps per
+    CPU second (all threads and worker processes), which machine load skews far less."""
+    def median(key: str, field: str) -> float:
+        return statistics.median(cell[field] for cell in results[key]) if key in results else math.nan
+
+    base = median("sync", "steps_per_s")
+    rows = ["| method | env steps/s (median) | runs | x SyncVectorEnv | env steps per CPU s |",
+            "|---|---:|---|---:|---:|"]
+    for key, cells in results.items():
+        rate = median(key, "steps_per_s")
+        runs = ", ".join(f"{cell['steps_per_s']:.0f}" for cell in cells)
+        ratio = f"{rate / base:.2f}" if not math.isnan(base) else "-"  # no SyncVectorEnv cell
+        rows.append(f"| {METHODS[key][0]} | {rate:.0f} | {runs} | {ratio} | {median(key, 'steps_per_cpu_s'):.0f} |")
     return "\n".join(rows)
 
 
@@ -156,11 +179,12 @@ def main() -> int:
     unknown = sorted(set(keys) - set(METHODS))
     if unknown:
         p.error(f"unknown methods {unknown}; expected some of {list(METHODS)}")
-    results: dict[str, list[float]] = {key: [] for key in keys}
+    results: dict[str, list[dict]] = {key: [] for key in keys}
     for repeat in range(args.repeats):
         for key in keys:
             results[key].append(run_cell(key, args))
-            print(f"repeat {repeat + 1}/{args.repeats} {key}: {results[key][-1]:.0f} steps/s", flush=True)
+            print(f"repeat {repeat + 1}/{args.repeats} {key}: {results[key][-1]['steps_per_s']:.0f} steps/s",
+                  flush=True)
     print(f"\nW4: {WORKLOAD.title}, {args.repeats} x {args.window} s windows\n")
     print(table(results))
     return 0
