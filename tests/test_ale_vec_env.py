@@ -85,7 +85,7 @@ def test_bad_options_are_clear_errors():
     with pytest.raises(ValueError, match=r"ALEVecEnv: batch_size must be an int in 1..2 \(num_envs\) or None, "
                                          r"received 3"):
         ALEVecEnv("Breakout", 2, batch_size=3)
-    with pytest.raises(ValueError, match="num_envs must be a positive int, received 0"):
+    with pytest.raises(ValueError, match="num_envs must be an int >= 1, received 0"):
         ALEVecEnv("Breakout", 0)
     with pytest.raises(ValueError, match=r"repeat_action_probability must be in \[0, 1\], received 2"):
         ALEVecEnv("Breakout", 2, repeat_action_probability=2)

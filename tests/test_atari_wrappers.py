@@ -293,7 +293,7 @@ def test_make_atari_env_writes_sb3_monitor_csvs(tmp_path):
 
 
 def test_make_atari_env_checks_its_arguments():
-    with pytest.raises(ValueError, match=r"n_envs must be a positive int, received 0"):
+    with pytest.raises(ValueError, match=r"n_envs must be an int >= 1, received 0"):
         make_atari_env("Breakout", 0, vec_env_cls=DummyVecEnv)
     with pytest.raises(ValueError, match="unknown Atari env id 'Nope'"):
         make_atari_env("Nope", 1, vec_env_cls=DummyVecEnv)

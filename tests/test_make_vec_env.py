@@ -25,7 +25,7 @@ def test_from_callable_with_env_kwargs():
 
 
 def test_bad_n_envs_is_a_clear_error():
-    with pytest.raises(ValueError, match="n_envs must be a positive int, received 0"):
+    with pytest.raises(ValueError, match="n_envs must be an int >= 1, received 0"):
         make_vec_env("CartPole-v1", n_envs=0)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from vec_envs.checks import check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -95,10 +96,8 @@ def make_vec_env(
         ...     venv.reset().shape
         (4, 4)
     """
-    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
-        raise ValueError(f"make_vec_env(): n_envs must be a positive int, received {n_envs!r}")
-    if isinstance(start_index, bool) or not isinstance(start_index, int) or start_index < 0:
-        raise ValueError(f"make_vec_env(): start_index must be an int >= 0, received {start_index!r}")
+    n_envs = check_int("make_vec_env(): n_envs", n_envs)
+    start_index = check_int("make_vec_env(): start_index", start_index, minimum=0)
     backend = _backend(vec_env_cls)
     ranks = range(start_index, start_index + n_envs)
     if monitor_dir is not None:

@@ -8,12 +8,13 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
-from vec_envs.planning.env_state import EnvState
+from vec_envs.checks import check_int
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
 from vec_envs.spaces.batching import leaf_shape
-from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.spaces.nested import FIXED_SIZE_LEAVES
+from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
 
@@ -29,7 +30,7 @@ NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backen
 
 
 def _fixed_action_shape(space: spaces.Space) -> tuple | None:
-    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+    if isinstance(space, FIXED_SIZE_LEAVES):
         return leaf_shape(space)
     return None
 
@@ -459,10 +460,7 @@ def _check_dts(dt: Any, num_envs: int) -> list[int]:
     if len(dts) != num_envs:
         raise ValueError(f"step_batch(): expected dt as an int or {num_envs} ints (one per env), "
                          f"received {len(dts)}")
-    for i, value in enumerate(dts):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"step_batch(): dt for env {i} must be an int >= 1, received {value!r}")
-    return [int(value) for value in dts]
+    return [check_int(f"step_batch(): dt for env {i}", value) for i, value in enumerate(dts)]
 
 
 def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) -> tuple:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.spaces.batching import get_row
+from vec_envs.spaces.batching import batch_of_one, get_row
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -193,7 +193,7 @@ class VecEnvObservationWrapper(VecEnvWrapper):
     def process_terminal(self, index: int, terminal_obs: Any) -> Any:
         """Transform the terminal observation of env ``index`` (default: ``process`` on a
         batch of one). Stateful wrappers (frame stacks) override it."""
-        return _first_row(self.process(_batch_of_one(terminal_obs)))
+        return get_row(self.process(batch_of_one(terminal_obs)), 0)
 
     def reset(self) -> VecEnvObs:
         return self.process(self.venv.reset())
@@ -226,14 +226,3 @@ def _definer_depth(cls: type, name: str) -> int:
     """How far up ``cls.__mro__`` the class that defines ``name`` is (0: ``cls`` itself)."""
     return next(depth for depth, klass in enumerate(cls.__mro__) if name in vars(klass))
 
-
-def _batch_of_one(obs: Any) -> Any:
-    if isinstance(obs, dict):
-        return {k: _batch_of_one(v) for k, v in obs.items()}
-    if isinstance(obs, tuple):
-        return tuple(_batch_of_one(v) for v in obs)
-    return np.asarray(obs)[None]
-
-
-def _first_row(batch: Any) -> Any:
-    return get_row(batch, 0)

@@ -14,12 +14,10 @@ imported where used, so a spawned worker that unpickles an env factory still wor
 """
 from __future__ import annotations
 
-import csv
 import difflib
 import functools
 import importlib
 import inspect
-import json
 import multiprocessing
 import os
 import time
@@ -29,8 +27,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.checks import check_int
 from vec_envs.vec_env_base import VecEnvBase
-from wrappers.vec_monitor import monitor_path
+from wrappers.monitor_csv import MonitorCsv, monitor_path
 
 __all__ = [
     "NoopResetEnv",
@@ -54,11 +53,6 @@ NOT_ATARI = "env id {env_id!r} is registered, but not as an Atari (ale_py) env"
 
 StepReturn = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 ResetReturn = tuple[Any, dict[str, Any]]
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, received {value!r}")
 
 
 def _action_meanings(env: gym.Env) -> list[str]:
@@ -92,7 +86,7 @@ class NoopResetEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, noop_max: int = 30) -> None:
         super().__init__(env)
-        _check_int("NoopResetEnv: noop_max", noop_max, 1)
+        check_int("NoopResetEnv: noop_max", noop_max, 1)
         if _action_meanings(env)[0] != "NOOP":
             raise ValueError(f"NoopResetEnv: action 0 of {env.spec.id if env.spec else env} is "
                              f"{_action_meanings(env)[0]!r}, expected 'NOOP'")
@@ -194,7 +188,7 @@ class MaxAndSkipEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, skip: int = 4) -> None:
         super().__init__(env)
-        _check_int("MaxAndSkipEnv: skip", skip, 1)
+        check_int("MaxAndSkipEnv: skip", skip, 1)
         self.skip = int(skip)
 
     def step(self, action: Any) -> StepReturn:
@@ -226,8 +220,8 @@ class WarpFrame(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env, width: int = 84, height: int = 84, grayscale: bool = True) -> None:
         super().__init__(env)
-        _check_int("WarpFrame: width", width, 1)
-        _check_int("WarpFrame: height", height, 1)
+        check_int("WarpFrame: width", width, 1)
+        check_int("WarpFrame: height", height, 1)
         space = env.observation_space
         if not isinstance(space, spaces.Box) or len(space.shape) != 3 or space.shape[2] != 3:
             raise ValueError(f"WarpFrame: expected RGB frames of shape (H, W, 3), the env's "
@@ -287,18 +281,10 @@ class EpisodeMonitor(gym.Wrapper):
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
         self._return, self._length = 0.0, 0
-        self._file: Any = None
-        self._writer: Any = None
+        self._log: MonitorCsv | None = None
         if filename is not None:
-            self._open(filename)
-
-    def _open(self, filename: str) -> None:
-        self._file = open(monitor_path(filename), "w", newline="\n", encoding="utf-8")
-        env_id = self.env.spec.id if self.env.spec is not None else None
-        self._file.write(f"#{json.dumps({'t_start': self.t_start, 'env_id': env_id})}\n")
-        self._writer = csv.DictWriter(self._file, fieldnames=("r", "l", "t"))
-        self._writer.writeheader()
-        self._file.flush()
+            env_id = self.env.spec.id if self.env.spec is not None else None
+            self._log = MonitorCsv(monitor_path(filename), self.t_start, env_id)
 
     def reset(self, **kwargs: Any) -> ResetReturn:
         self._return, self._length = 0.0, 0
@@ -316,15 +302,14 @@ class EpisodeMonitor(gym.Wrapper):
         episode = {"r": round(self._return, 6), "l": self._length, "t": round(time.time() - self.t_start, 6)}
         self.episode_returns.append(self._return)
         self.episode_lengths.append(self._length)
-        if self._writer is not None:
-            self._writer.writerow(episode)
-            self._file.flush()
+        if self._log is not None:
+            self._log.write_row(episode)
         return dict(episode)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = self._writer = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         super().close()
 
 
@@ -424,8 +409,8 @@ def wrap_deepmind(env: gym.Env, noop_max: int = 30, frame_skip: int = 4, episode
         (84, 84, 1)
         >>> env.close()
     """
-    _check_int("wrap_deepmind: noop_max", noop_max, 0)
-    _check_int("wrap_deepmind: frame_skip", frame_skip, 1)
+    check_int("wrap_deepmind: noop_max", noop_max, 0)
+    check_int("wrap_deepmind: frame_skip", frame_skip, 1)
     if noop_max > 0:
         env = NoopResetEnv(env, noop_max=noop_max)
     if frame_skip > 1:
@@ -504,8 +489,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
         ...     venv.reset().shape
         (2, 84, 84, 4)
     """
-    if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
-        raise ValueError(f"make_atari_env: n_envs must be a positive int, received {n_envs!r}")
+    check_int("make_atari_env: n_envs", n_envs)
     resolved_id = resolve_atari_id(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")

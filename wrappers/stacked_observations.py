@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Mapping, TypeGuard
+from typing import Any, Mapping
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["StackedObservations", "ChannelsOrder", "is_image_space", "is_channels_first"]
+from vec_envs.spaces.describe import is_image_space
+
+__all__ = ["StackedObservations", "ChannelsOrder", "is_channels_first"]
 
 #: "first", "last", None (infer from the space) or, for a Dict space, one of those per key.
 ChannelsOrder = str | None | Mapping[str, str | None]
@@ -15,12 +17,6 @@ CHANNELS_ORDERS = ("first", "last")
 BAD_CHANNELS_ORDER = "channels_order{where} must be None, 'first' or 'last', received {value!r}"
 UNSTACKABLE = ("frame stacking needs a Box observation space of rank >= 1 (or a Dict of them); "
                "observation{where} is {space}")
-
-
-def is_image_space(space: spaces.Space) -> TypeGuard[spaces.Box]:
-    """A uint8 Box of rank 3 with bounds 0..255."""
-    return (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
-            and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255)))
 
 
 def is_channels_first(space: spaces.Box, channels_order: str | None = None, where: str = "") -> bool:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
+from vec_envs.spaces.nested import iter_leaves, path_text
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
@@ -14,18 +15,6 @@ __all__ = ["VecCheckNan"]
 
 FOUND = "{field} of env {index} contains {kind} {when}"
 ALSO = " (envs with {kind}: {indices})"
-
-
-def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, leaf)`` for every leaf of nested dicts / tuples, path like ``['pos'][0]``."""
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            yield from _leaves(sub, f"{path}[{key!r}]")
-    elif isinstance(value, tuple):
-        for j, sub in enumerate(value):
-            yield from _leaves(sub, f"{path}[{j}]")
-    else:
-        yield path, value
 
 
 def _bad_rows(leaf: Any, check_inf: bool) -> tuple[str, np.ndarray] | None:
@@ -115,22 +104,22 @@ class VecCheckNan(VecEnvWrapper):
 
     def _check_batch(self, name: str, batch: Any, when: str, env_ids: np.ndarray | None = None) -> None:
         """Report bad values in a batch; row j is env ``env_ids[j]`` (env j if None)."""
-        for path, leaf in _leaves(batch):
+        for path, leaf in iter_leaves(batch):
             found = _bad_rows(leaf, self.check_inf)
             if found is not None:
                 kind, rows = found
                 if env_ids is not None and env_ids.shape == (len(leaf),):
                     rows = env_ids[rows]
-                message = FOUND.format(field=name + path, index=int(rows[0]), kind=kind, when=when)
+                message = FOUND.format(field=name + path_text(path), index=int(rows[0]), kind=kind, when=when)
                 if len(rows) > 1:
                     message += ALSO.format(kind=kind, indices=rows.tolist())
                 self._report(message)
 
     def _check_single(self, index: int, name: str, obs: Any, when: str) -> None:
-        for path, leaf in _leaves(obs):
+        for path, leaf in iter_leaves(obs):
             found = _bad_rows(np.asarray(leaf)[None], self.check_inf)
             if found is not None:
-                self._report(FOUND.format(field=name + path, index=index, kind=found[0], when=when))
+                self._report(FOUND.format(field=name + path_text(path), index=index, kind=found[0], when=when))
 
     def _report(self, message: str) -> None:
         if self.raise_exception:

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from vec_envs.checks import check_int
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
@@ -37,9 +38,7 @@ class VecFrameStack(VecEnvWrapper):
     """
 
     def __init__(self, venv: VecEnvBase, n_stack: int, channels_order: ChannelsOrder = None) -> None:
-        if not isinstance(n_stack, (int, np.integer)) or isinstance(n_stack, bool) or n_stack < 1:
-            raise ValueError(f"VecFrameStack: n_stack must be an int >= 1, received {n_stack!r}")
-        self.n_stack = int(n_stack)
+        self.n_stack = check_int("VecFrameStack: n_stack", n_stack)
         self.stacked_obs = StackedObservations(venv.num_envs, self.n_stack, venv.observation_space,
                                                channels_order)
         super().__init__(venv, observation_space=self.stacked_obs.stacked_observation_space)

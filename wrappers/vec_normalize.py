@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -13,6 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.spaces.batching import batch_of_one
+from vec_envs.spaces.describe import space_fingerprint
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
@@ -164,7 +165,8 @@ class VecNormalize(VecEnvWrapper):
         obs = self.venv.reset_single_env(index)
         self.returns[index] = 0.0
         if self.training and self.norm_obs:
-            self._update_obs(_batch_of_one(obs, self.norm_obs_keys))
+            keys = self.norm_obs_keys
+            self._update_obs(batch_of_one(obs if keys is None else {key: obs[key] for key in keys}))
         return self.normalize_obs(obs)
 
     def _update_obs(self, obs: Any) -> None:
@@ -309,25 +311,6 @@ def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> RunningMeanStd
     assert isinstance(space, spaces.Dict) and keys is not None  # what _obs_keys accepted
     boxes = {key: sub for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)}
     return {key: RunningMeanStd(boxes[key].shape) for key in keys}
-
-
-def _batch_of_one(obs: Any, keys: list[str] | None) -> Any:
-    if keys is None:
-        return np.asarray(obs)[None]
-    return {key: np.asarray(obs[key])[None] for key in keys}
-
-
-def space_fingerprint(space: spaces.Space) -> dict[str, Any]:
-    """A JSON-able description of ``space``: equal for equal spaces, different otherwise."""
-    if isinstance(space, spaces.Dict):
-        return {"type": "Dict", "spaces": {k: space_fingerprint(s) for k, s in space.spaces.items()}}
-    if isinstance(space, spaces.Tuple):
-        return {"type": "Tuple", "spaces": [space_fingerprint(s) for s in space.spaces]}
-    if isinstance(space, spaces.Box):
-        bounds = np.ascontiguousarray(space.low).tobytes() + np.ascontiguousarray(space.high).tobytes()
-        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
-                "bounds_sha256": hashlib.sha256(bounds).hexdigest()}
-    return {"type": type(space).__name__, "text": str(space)}
 
 
 # -------------------------------------------------------------------- files

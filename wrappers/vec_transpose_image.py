@@ -9,7 +9,7 @@ from gymnasium import spaces
 from vec_envs.types import VecEnvObs
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvObservationWrapper
-from wrappers.stacked_observations import is_image_space
+from vec_envs.spaces.describe import is_image_space
 
 __all__ = ["VecTransposeImage"]
 

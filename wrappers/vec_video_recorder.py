@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from vec_envs.checks import check_int
 from vec_envs.errors import VecEnvError
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -137,8 +138,7 @@ class VecVideoRecorder(VecEnvWrapper):
         if not callable(record_video_trigger):
             raise TypeError("VecVideoRecorder: record_video_trigger must be a callable step -> bool, "
                             f"received {type(record_video_trigger).__name__}")
-        if not isinstance(video_length, (int, np.integer)) or video_length < 1:
-            raise ValueError(f"VecVideoRecorder: video_length must be an int >= 1, received {video_length!r}")
+        check_int("VecVideoRecorder: video_length", video_length)
         missing = _missing_video_modules()
         if missing:
             raise ImportError(MISSING_VIDEO_DEPS.format(missing=", ".join(missing)))

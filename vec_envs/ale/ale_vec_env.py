@@ -17,6 +17,7 @@ from gymnasium import spaces
 from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
 from vec_envs.async_envs import check_batch_size
+from vec_envs.checks import check_int
 from vec_envs.errors import EnvTimeoutError, VecEnvError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -125,8 +126,7 @@ class ALEVecEnv(VecEnvBase):
     def __init__(self, game: str, num_envs: int, *, seed: int | None = None, batch_size: int | None = None,
                  num_threads: int | None = None, frame_stack: int = 1, timeout: float | None = None,
                  render_mode: str | None = None, **preprocessing: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"ALEVecEnv: num_envs must be a positive int, received {num_envs!r}")
+        check_int("ALEVecEnv: num_envs", num_envs)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"ALEVecEnv: render_mode must be None or 'rgb_array', received {render_mode!r}; "
                              f"render(mode='human') shows the envs tiled in one window")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -34,6 +33,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import PassiveEnvChecker
 
 from vec_envs.planning.ale_snapshot import clone_ale, restore_ale
+from vec_envs.types import EnvState  # defined with the contract; made and restored here
 
 __all__ = ["EnvState", "get_env_state", "set_env_state", "describe_env"]
 
@@ -64,33 +64,6 @@ FOREIGN_STATE = ("{where}this state was taken from {source}, but the env is {env
                  "restores into an env made the same way")
 NOT_A_STATE = ("{where}expected a state returned by get_states() / step_batch(), "
                "received {kind}")
-
-
-@dataclass(frozen=True)
-class EnvState:
-    """One env's snapshot; opaque to users, picklable (ALE states pickle as bytes).
-
-    Attributes:
-        source: the env it came from (``describe_env``), checked on restore.
-        kind: "custom" (the env's own ``get_state``), "ale" or "copy".
-        core: the snapshot of the layer that keeps the state.
-        wrappers: the plain-data attributes of each wrapper above that layer.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> env = gym.make("CartPole-v1")
-        >>> _ = env.reset(seed=0)
-        >>> state = get_env_state(env)
-        >>> first = env.step(1)[0]
-        >>> set_env_state(env, state)             # back where it was
-        >>> bool((env.step(1)[0] == first).all())
-        True
-    """
-
-    source: str
-    kind: str
-    core: Any
-    wrappers: tuple[dict[str, Any], ...]
 
 
 def describe_env(env: Any) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayError, RayTaskError
 
+from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import Command, Outcome, SliceServer, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
@@ -54,17 +55,15 @@ class SliceActor:
 _RemoteSliceActor = ray.remote(SliceActor)
 
 
+def _writable_leaf(leaf: Any) -> Any:
+    if isinstance(leaf, np.ndarray) and not leaf.flags.writeable:
+        return leaf.copy()
+    return leaf
+
+
 def writable(value: Any) -> Any:
     """``value`` with every read-only array (Ray's zero-copy views) replaced by a copy."""
-    if isinstance(value, np.ndarray):
-        return value if value.flags.writeable else value.copy()
-    if type(value) is dict:
-        return {k: writable(v) for k, v in value.items()}
-    if type(value) in (list, tuple):
-        return type(value)(writable(v) for v in value)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # the protocol's NamedTuples
-        return type(value)(*(writable(v) for v in value))
-    return value
+    return map_leaves(_writable_leaf, value, into_lists=True)
 
 
 def describe_death(exc: RayError) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.spaces.batching import BatchBuffers, leaf_shape
+from vec_envs.spaces.nested import FIXED_SIZE_LEAVES
 from vec_envs.subproc.doorbell import SLOTS
 
 __all__ = ["SharedBuffers", "map_region"]
@@ -25,8 +26,7 @@ _ALIGN = 64  # bytes: each leaf starts on its own cache line
 
 def _action_leaf(action_space: spaces.Space | None) -> spaces.Space | None:
     """The action space if its actions fit one fixed-shape array, else None (pipes)."""
-    fixed = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-    return action_space if isinstance(action_space, fixed) else None
+    return action_space if isinstance(action_space, FIXED_SIZE_LEAVES) else None
 
 
 def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int, doorbells: int,

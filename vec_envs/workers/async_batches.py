@@ -21,6 +21,7 @@ import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
 from vec_envs.spaces.batching import take_rows, write_rows
+from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import Info, VecEnvRecvReturn
 from vec_envs.workers.protocol import (Command, Outcome, ResetReply, ResetRequest, StepEnvsReply,
                                        StepEnvsRequest)
@@ -202,14 +203,10 @@ def _join(parts: list[Any]) -> Any:
 
 def _write_env_rows(batch: Any, env_ids: np.ndarray, rows: Any) -> None:
     """``batch[env_ids[j]] = rows[j]`` leaf by leaf."""
-    if isinstance(batch, dict):
-        for key, leaf in batch.items():
-            _write_env_rows(leaf, env_ids, rows[key])
-    elif isinstance(batch, tuple):
-        for leaf, part in zip(batch, rows):
-            _write_env_rows(leaf, env_ids, part)
-    elif isinstance(batch, list):
-        for i, row in zip(env_ids.tolist(), rows):
-            batch[i] = row
-    else:
-        batch[env_ids] = rows
+    def write(leaf: Any, part: Any) -> None:
+        if isinstance(leaf, list):
+            for i, row in zip(env_ids.tolist(), part):
+                leaf[i] = row
+        else:
+            leaf[env_ids] = part
+    map_leaves(write, batch, rows)

@@ -31,7 +31,9 @@ class LocalWorker(Worker):
         self._command = (command, payload)
 
     def recv(self) -> Outcome:
-        command, payload = self._command  # type: ignore[misc]
+        if self._command is None:
+            raise RuntimeError(f"LocalWorker {self.index}: recv() without a command sent")
+        command, payload = self._command
         self._command = None
         return self.server.handle(command, payload)
 

@@ -88,6 +88,8 @@ class Messenger:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = self.worker_class.wait([self.workers[w] for w in waiting], remaining)
             if not ready:
+                if timeout is None:  # no deadline: [] was a spurious wake-up, wait on
+                    continue
                 raise self._timeout_error(waiting, method, timeout)
             for worker in ready:
                 self._collect(worker)
@@ -147,8 +149,8 @@ class Messenger:
             env_index=failure.env_index, worker_index=w, method=failure.method,
             remote_traceback=failure.traceback)
 
-    def _timeout_error(self, waiting: Sequence[int], method: str, timeout: float | None) -> EnvTimeoutError:
+    def _timeout_error(self, waiting: Sequence[int], method: str, timeout: float) -> EnvTimeoutError:
         busy = [i for w in waiting for i in self.workers[w].env_indices]
         return EnvTimeoutError(
             f"{self.owner}.{method}: envs {busy} (workers {list(waiting)}) did not answer within "
-            f"{timeout} s", env_indices=busy, method=method, timeout=timeout or 0.0)
+            f"{timeout} s", env_indices=busy, method=method, timeout=timeout)

@@ -274,9 +274,9 @@ class SliceServer:
 
     @property
     def envs(self) -> EnvSlice:
-        """The slice; a command after CLOSE fails here."""
+        """The slice; ``handle`` answers with the startup failure before any handler needs it."""
         if self.slice is None:
-            raise RuntimeError(f"the envs from {self.first_index} on were closed")
+            raise RuntimeError("this worker's envs failed to start or are closed")
         return self.slice
 
     def attach(self, buffers: BatchBuffers, actions: np.ndarray | None = None) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from vec_envs.checks import check_int
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, write_rows
 from vec_envs.async_envs import EnvStatus
@@ -63,9 +64,7 @@ def resolve_in_series(in_series: int | str, num_envs: int, cpus: int | None = No
     default those available to this process)."""
     if in_series == "auto":
         return math.ceil(num_envs / min(num_envs, cpus or available_cpus()))
-    if isinstance(in_series, bool) or not isinstance(in_series, int) or in_series < 1:
-        raise ValueError(f"in_series must be a positive int or 'auto', received {in_series!r}")
-    return min(in_series, num_envs)
+    return min(check_int("in_series", in_series, alternatives="or 'auto'"), num_envs)
 
 
 def split_into_slices(num_envs: int, in_series: int) -> list[tuple[int, int]]:
