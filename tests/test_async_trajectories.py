@@ -27,7 +27,7 @@ def backends_and_batch_sizes():
             yield pytest.param(param.values[0], batch_size, id=f"{param.id}-batch{batch_size}", marks=param.marks)
 
 
-@pytest.mark.parametrize("make, batch_size", backends_and_batch_sizes())
+@pytest.mark.parametrize("make, batch_size", list(backends_and_batch_sizes()))
 def test_each_env_follows_its_lockstep_trajectory(make, batch_size, closing):
     expected = lockstep_traces(closing(DummyVecEnv(seeded_fns())), STEPS, n_actions=3)
     venv = closing(make(seeded_fns(), batch_size=batch_size))
