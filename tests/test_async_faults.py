@@ -119,4 +119,4 @@ def test_close_with_envs_in_flight_leaves_nothing(make):
     venv.close()
     assert time.monotonic() - start < SECONDS
     assert not any(alive(pid) for pid in pids)
-    assert memfds() == before  # shared memory unmapped, its descriptor closed
+    assert set(memfds()) <= set(before)  # unmapped, closed (the GC may close older ones)
