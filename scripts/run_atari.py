@@ -11,6 +11,7 @@ all lives of a game).
     python scripts/run_atari.py --render                      # live tiled window of all envs
     python scripts/run_atari.py --video videos/               # MP4 clips
     python scripts/run_atari.py --policy my_agent:act         # my_agent.py in the current dir
+    python scripts/run_atari.py --backend ale                 # ale-py's C++ engine (ALEVecEnv)
 
 Exit codes: 0 done, 2 bad arguments (one line on stderr), 130 interrupted (Ctrl-C; the
 summary so far is printed and the workers and video files are closed).
@@ -38,7 +39,7 @@ from wrappers import VecFrameStack, VecVideoRecorder
 from wrappers.atari import make_atari_env, resolve_atari_id
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
-BACKENDS = ("dummy", "subproc", "ray")
+BACKENDS = ("dummy", "subproc", "ray", "ale")
 Policy = Callable[[np.ndarray], Any]
 
 
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="game: 'Breakout', 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
     p.add_argument("--num-envs", type=positive_int, default=8, help="envs stepped as one batch")
     p.add_argument("--backend", choices=BACKENDS, default="subproc",
-                   help="dummy: all envs in this process; subproc: worker processes; ray: Ray actors")
+                   help="dummy: all envs in this process; subproc: worker processes; ray: Ray actors; "
+                        "ale: ale-py's C++ vector engine (threads, preprocessing and frame stack in C++)")
     p.add_argument("--in-series", type=in_series_arg, default="auto",
                    help="envs per worker for subproc / ray: an int or 'auto'")
     p.add_argument("--batch-size", type=positive_int, metavar="K",
@@ -139,7 +141,7 @@ def load_policy(spec: str) -> Policy:
 
 
 def backend_class(name: str) -> type[VecEnvBase]:
-    cls_name = {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv", "ray": "RayVecEnv"}[name]
+    cls_name = {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv", "ray": "RayVecEnv", "ale": "ALEVecEnv"}[name]
     cls = getattr(vec_envs, cls_name, None)
     if cls is None:
         raise UsageError(f"--backend {name}: this version of vec_envs has no {cls_name}; "
@@ -191,22 +193,29 @@ def make_venv(args: argparse.Namespace, env_id: str) -> VecEnvBase:
     env_kwargs: dict[str, Any] = {"repeat_action_probability": args.sticky_actions}
     if args.render or args.video:
         env_kwargs["render_mode"] = "rgb_array"
-    vec_env_kwargs: dict[str, Any] = {} if args.backend == "dummy" else {"in_series": args.in_series}
+    vec_env_kwargs = backend_kwargs(args)
     if args.batch_size is not None:
         vec_env_kwargs["batch_size"] = args.batch_size
     try:
         venv = make_atari_env(env_id, args.num_envs, seed=args.seed, vec_env_cls=backend_class(args.backend),
                               vec_env_kwargs=vec_env_kwargs, env_kwargs=env_kwargs,
                               monitor_dir=args.monitor_dir)
-    except ImportError as exc:  # e.g. RayVecEnv without ray installed
+    except (ImportError, ValueError) as exc:  # RayVecEnv without ray; ALEVecEnv with --monitor-dir
         raise UsageError(f"--backend {args.backend}: {exc}") from None
-    if args.frame_stack > 1:
+    if args.frame_stack > 1 and args.backend != "ale":  # ALEVecEnv stacks in C++
         venv = VecFrameStack(venv, n_stack=args.frame_stack)
     if args.video:
         interval = args.video_interval
         venv = VecVideoRecorder(venv, args.video, record_video_trigger=lambda step: step % interval == 0,
                                 video_length=args.video_length, name_prefix=env_id.replace("/", "-"))
     return venv
+
+
+def backend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend's own keyword arguments."""
+    if args.backend == "ale":
+        return {"frame_stack": args.frame_stack}
+    return {} if args.backend == "dummy" else {"in_series": args.in_series}
 
 
 def random_policy(venv: VecEnvBase, seed: int) -> Policy:

@@ -336,7 +336,7 @@ class VecEnvBase(ABC):
         if mode == "human" and self._viewer is None:
             from vec_envs.rendering.opencv_viewer import OpenCVViewer
 
-            self._viewer = OpenCVViewer(f"vec_envs: {type(self).__name__} {id(self):x}")
+            self._viewer = OpenCVViewer(f"vec_envs: {self.num_envs} envs")
         img = tile_images(self.get_images())
         if mode == "rgb_array":
             return img

@@ -20,6 +20,7 @@ import functools
 import importlib
 import inspect
 import json
+import multiprocessing
 import os
 import time
 from typing import Any, Callable, SupportsFloat
@@ -330,9 +331,12 @@ class EpisodeMonitor(gym.Wrapper):
 # ------------------------------------------------------------------ building
 def _import_ale() -> None:
     try:
-        importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
+        ale_py = importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
     except ImportError as exc:
         raise ImportError(NO_ALE) from exc
+    if multiprocessing.parent_process() is not None:
+        # ALE prints its banner once per process: a worker leaves it to the parent
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
 
 
 def _atari_games() -> dict[str, str]:
@@ -456,13 +460,26 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
                         f"{exc}") from None
 
 
-def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
+def _make_engine_venv(vec_env_cls: Any, env_id: str, num_envs: int, seed: int | None,
+                      vec_env_kwargs: dict[str, Any] | None, wrapper_kwargs: dict[str, Any],
+                      env_kwargs: dict[str, Any], monitor_dir: str | None) -> VecEnvBase:
+    """``make_atari_env`` for a backend that preprocesses in its own engine (``ALEVecEnv``):
+    the same options, by name, without Python env factories."""
+    if monitor_dir is not None:
+        raise ValueError(f"make_atari_env: monitor_dir is not available with {vec_env_cls.__name__} (its envs "
+                         f"are C++ emulators, no Python env writes a CSV); each game's real score is in "
+                         f"infos[i]['episode'], or use vec_env_cls=SubprocVecEnv for per-env monitor files")
+    kwargs = {**env_kwargs, **wrapper_kwargs, **(vec_env_kwargs or {})}
+    return vec_env_cls(env_id, num_envs, seed=seed, **kwargs)
+
+
+def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
                    vec_env_cls: Callable[..., VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
                    monitor_dir: str | None = None) -> VecEnvBase:
-    """``num_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
+    """``n_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
     ``VecFrameStack``).
 
     Every env reports ``infos[i]["episode"] = {"r", "l", "t"}`` at a real game over, with
@@ -470,9 +487,11 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Args:
         env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
-        num_envs: number of envs.
+        n_envs: number of envs (the keyword of SB3's ``make_atari_env``).
         seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
-        vec_env_cls: the backend; default ``SubprocVecEnv``.
+        vec_env_cls: the backend; default ``SubprocVecEnv``. ``ALEVecEnv`` takes the same
+            ``wrapper_kwargs`` and ``env_kwargs`` and preprocesses in C++ (``vec_env_kwargs``
+            may add ``frame_stack``, ``batch_size``, ``num_threads``).
         vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
         wrapper_kwargs: keyword arguments of ``wrap_deepmind``.
         env_kwargs: keyword arguments of ``make_atari`` (``render_mode``,
@@ -481,16 +500,19 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Example:
         >>> from wrappers import VecFrameStack
-        >>> with VecFrameStack(make_atari_env("Breakout", 2, seed=0), n_stack=4) as venv:
+        >>> with VecFrameStack(make_atari_env("Breakout", n_envs=2, seed=0), n_stack=4) as venv:
         ...     venv.reset().shape
         (2, 84, 84, 4)
     """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")
+    if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+        raise ValueError(f"make_atari_env: n_envs must be a positive int, received {n_envs!r}")
     resolved_id = resolve_atari_id(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
     _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
+    if getattr(vec_env_cls, "preprocesses_atari", False):  # ALEVecEnv: the engine builds the envs
+        return _make_engine_venv(vec_env_cls, resolved_id, int(n_envs), seed, vec_env_kwargs, wrapper_kwargs,
+                                 env_kwargs, monitor_dir)
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
     if vec_env_cls is None:
@@ -498,7 +520,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
-                     for i in range(int(num_envs))]
+                     for i in range(int(n_envs))]
     env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
                for monitor_file in monitor_files]
     venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))

@@ -9,6 +9,7 @@ from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.subproc import doorbell
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import EnvSlots
+from vec_envs.subproc.main_guard import check_main_guard
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.shared_slice_server import AttachSharedRequest
 from vec_envs.subproc.slotted_batches import SlottedBatches
@@ -81,6 +82,7 @@ class SubprocVecEnv(WorkerVecEnv):
         method = context or default_start_method()
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
+        check_main_guard(method)
         self._ctx = mp.get_context(method)
         if method == "forkserver":
             self._ctx.set_forkserver_preload(["vec_envs.subproc.subproc_worker"])
