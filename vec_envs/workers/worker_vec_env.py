@@ -271,7 +271,7 @@ class WorkerVecEnv(VecEnvBase):
         self.batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        obs, rewards, dones, infos, env_ids = self.batches.recv(count, timeout or self.timeout)
+        obs, rewards, dones, infos, env_ids = self.batches.recv(count, self.timeout if timeout is None else timeout)
         return obs, rewards, dones, infos, env_ids
 
     def returned_envs(self) -> np.ndarray:
