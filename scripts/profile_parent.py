@@ -3,11 +3,14 @@
 Runs ``--num-envs`` CartPole-v1 envs for ``--seconds`` with random actions and prints the
 steps per second and the wall time per batch; ``--profile`` adds the parent's top
 functions by own time (cProfile). Lock-step ``step()`` by default, ``recv``/``send`` with
-``--batch-size K``. To compare two versions of the code, run this script with each on
-``PYTHONPATH`` in turn, alternating, in one shell command.
+``--batch-size K``. ``--busy-ms 0.2`` adds pure-Python work to each step, 0.2 to 10 times
+that, drawn per step (stragglers: what asynchronous batches are for). To compare two
+versions of the code, run this script with each on ``PYTHONPATH`` in turn, alternating,
+in one shell command.
 
     python scripts/profile_parent.py --num-envs 256 --in-series 16 --profile
     python scripts/profile_parent.py --num-envs 256 --batch-size 128
+    python scripts/profile_parent.py --num-envs 8 --busy-ms 0.2 --batch-size 4
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class Args:
     num_envs: int = 256  #: CartPole-v1 envs
     in_series: str = "auto"  #: envs per worker process: an int or "auto"
     batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
+    busy_ms: float = 0.0  #: pure-Python work per step: 1 to 10 times this many milliseconds
     seconds: float = 3.0  #: how long to measure (after a short warm-up)
     profile: bool = False  #: print the parent's top functions by own time
     top: int = 15  #: how many functions to print
@@ -36,7 +40,7 @@ class Args:
 def parse_args() -> Args:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in vars(Args()).items():
-        kind = int if name in ("num_envs", "top", "batch_size") else float if name == "seconds" else str
+        kind = int if name in ("num_envs", "top", "batch_size") else float if name in ("seconds", "busy_ms") else str
         if isinstance(default, bool):
             parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
         else:
@@ -45,6 +49,25 @@ def parse_args() -> Args:
 
 
 WARM_UP_S = 0.5  # spin budgets settle before the measurement starts
+
+
+class BusyCartPole(gym.Wrapper):
+    """CartPole whose every step also burns ``busy_ms`` x (1 to 10) of CPU in pure Python."""
+
+    def __init__(self, busy_ms: float) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.busy_s = busy_ms / 1000
+        self.rng = np.random.default_rng()
+
+    def step(self, action: int) -> tuple:
+        end = time.perf_counter() + self.busy_s * self.rng.uniform(1, 10)
+        while time.perf_counter() < end:
+            pass
+        return self.env.step(action)
+
+
+def make_env(busy_ms: float) -> gym.Env:
+    return BusyCartPole(busy_ms) if busy_ms > 0 else gym.make("CartPole-v1")
 
 
 def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
@@ -77,11 +100,13 @@ def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
 def measure(args: Args) -> None:
     in_series: int | str = args.in_series if args.in_series == "auto" else int(args.in_series)
     profiler = cProfile.Profile() if args.profile else None
-    with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * args.num_envs, in_series=in_series,
-                       batch_size=args.batch_size) as venv:
+    batches = {} if args.batch_size is None else {"batch_size": args.batch_size}  # older versions: none
+    busy_ms = args.busy_ms
+    with SubprocVecEnv([lambda: make_env(busy_ms)] * args.num_envs, in_series=in_series, **batches) as venv:
         steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
         mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
-        print(f"CartPole-v1 x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
+        busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
+        print(f"CartPole-v1{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
               f"{wall / batches * 1e6:,.0f} us per batch")
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)

@@ -89,7 +89,7 @@ def test_recv_timeout_names_the_busy_envs_and_close_is_prompt(closing):
             venv.send(np.zeros(4, np.int64), venv.recv(timeout=1.0)[4])
     assert info.value.env_indices == [2, 3]
     with pytest.raises(EnvTimeoutError):
-        venv.recv(timeout=0.2)  # still in flight: a second recv is allowed
+        venv.recv(timeout=0)  # still in flight: a second recv is allowed (0: look once)
     start = time.monotonic()
     venv.close()
     assert time.monotonic() - start < SECONDS
@@ -119,4 +119,4 @@ def test_close_with_envs_in_flight_leaves_nothing(make):
     venv.close()
     assert time.monotonic() - start < SECONDS
     assert not any(alive(pid) for pid in pids)
-    assert memfds() == before  # shared memory unmapped, its descriptor closed
+    assert set(memfds()) <= set(before)  # unmapped, closed (the GC may close older ones)

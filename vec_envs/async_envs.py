@@ -87,9 +87,9 @@ class AsyncEnvs:
     def check_send(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as an int64 array; ValueError unless each env is RETURNED, once."""
         ids = self._as_indices(env_ids)
-        values, counts = np.unique(ids, return_counts=True)
+        counts = np.bincount(ids, minlength=self.num_envs)  # cheaper than np.unique
         if (counts > 1).any():
-            raise ValueError(REPEATED.format(cls=self.cls, envs=values[counts > 1].tolist()))
+            raise ValueError(REPEATED.format(cls=self.cls, envs=np.flatnonzero(counts > 1).tolist()))
         status = self.status[ids]
         wrong = status != _RETURNED
         if wrong.any():

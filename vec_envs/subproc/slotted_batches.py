@@ -15,7 +15,6 @@ The parent's own slice (``step_in_parent``) goes the transport-free way of
 from __future__ import annotations
 
 import time
-from itertools import islice
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any, cast
 
@@ -167,7 +166,7 @@ class SlottedBatches(AsyncBatches):
     def take(self, count: int) -> VecEnvRecvReturn:
         """Read what the envs about to be returned have to say (vectorized: only the envs
         with a message or a reset cost Python work), then return them."""
-        env_ids = np.fromiter(islice(self.ready, count), np.int64, count)
+        env_ids = np.array(self.ready[:count], np.int64)
         mine = env_ids[self.env_slotted[env_ids]]
         if self.infos:  # restarted envs carry their infos already
             mine = mine[~np.isin(mine, list(self.infos))]
@@ -228,7 +227,7 @@ class SlottedBatches(AsyncBatches):
         self.unread[envs] = False  # the old worker's pipe is gone
         in_flight = envs[self.flying[envs]]
         self.flying[envs] = self.resetting[envs] = False
-        waiting = envs[np.isin(envs, np.fromiter(self.ready, np.int64, len(self.ready)))]
+        waiting = envs[np.isin(envs, np.array(self.ready, np.int64))]
         self.flag_restarted(np.concatenate([in_flight, waiting]), error)
         self.ready.extend(in_flight.tolist())
 

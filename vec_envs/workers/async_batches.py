@@ -14,7 +14,6 @@ envs that were in flight come back with ``done=True`` and ``infos[i]["env_restar
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,7 +60,7 @@ class AsyncBatches:
         self.worker_of = np.asarray(venv._worker_of, np.int64)
         self.busy: dict[int, tuple[Command, np.ndarray]] = {}  # worker -> its command out, for envs
         self.queued: dict[int, list[tuple[np.ndarray, Any]]] = {}  # worker -> (envs, actions) waiting
-        self.ready: deque[int] = deque()  # envs finished, not yet returned, first finished first
+        self.ready: list[int] = []  # envs finished, not yet returned, first finished first
         self.infos: dict[int, Info] = {}  # infos of ready envs known already
 
     # ---------------------------------------------------------------- the hooks
@@ -104,7 +103,8 @@ class AsyncBatches:
 
     def take(self, count: int) -> VecEnvRecvReturn:
         """Return ``count`` ready envs, first finished first (their rows are in the buffers)."""
-        env_ids = np.fromiter((self.ready.popleft() for _ in range(count)), np.int64, count)
+        env_ids = np.array(self.ready[:count], np.int64)
+        del self.ready[:count]
         buffers = self.venv.buffers
         infos = [self.infos.pop(i, {}) for i in env_ids.tolist()]
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids

@@ -18,7 +18,7 @@ import numpy as np
 from vec_envs.checks import check_int
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, write_rows
-from vec_envs.async_envs import EnvStatus
+from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers.async_batches import AsyncBatches
@@ -95,6 +95,7 @@ class WorkerVecEnv(VecEnvBase):
                  step_in_parent: bool = False, batch_size: int | None = None) -> None:
         if len(env_fns) == 0:
             raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
+        check_batch_size(batch_size, len(env_fns), type(self).__name__)  # before any worker starts
         self.restart_policy = RestartPolicy(on_error, max_restarts)
         self._env_fns = list(env_fns)
         self.in_series = resolve_in_series(in_series, len(env_fns))
@@ -269,7 +270,7 @@ class WorkerVecEnv(VecEnvBase):
         self.batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        obs, rewards, dones, infos, env_ids = self.batches.recv(count, timeout or self.timeout)
+        obs, rewards, dones, infos, env_ids = self.batches.recv(count, self.timeout if timeout is None else timeout)
         return obs, rewards, dones, infos, env_ids
 
     def returned_envs(self) -> np.ndarray:
