@@ -7,7 +7,9 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
 from vec_envs.planning.env_state import EnvState
+from vec_envs.spaces.checks import check_actions
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
@@ -22,12 +24,6 @@ NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call 
 RENDER_MODES = ("human", "rgb_array")
 NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
              "whose observations skip this wrapper's processing")
-
-
-def _fixed_action_shape(space: spaces.Space) -> tuple | None:
-    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return tuple(space.shape)
-    return None
 
 
 class VecEnvBase(ABC):
@@ -56,8 +52,6 @@ class VecEnvBase(ABC):
         self._pending: str | None = None
         self._seeds: list[int | None] | None = None
         self._viewer: Any = None
-        self._action_shape = _fixed_action_shape(action_space)
-        self._action_dtype = np.dtype(action_space.dtype) if self._action_shape is not None else None
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -130,6 +124,7 @@ class VecEnvBase(ABC):
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
+        timeout = check_timeout(timeout, "step_wait(): timeout")
         return self._finish_pending(lambda: self._step_wait(timeout))
 
     def _finish_pending(self, wait: Any) -> Any:
@@ -154,21 +149,14 @@ class VecEnvBase(ABC):
 
         With ``seed=None`` a base seed is drawn at random. Returns the seeds.
         """
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = [None if s is None else int(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed(): expected {self.num_envs} seeds (one per env), received {len(seeds)}")
-        self._seeds = seeds
-        return list(seeds)
+        self._check_open("seed")
+        self._seeds = resolve_seeds(seed, self.num_envs)
+        return list(self._seeds)
 
     def reset_single_env(self, index: int) -> Any:
         """Reset env ``index`` alone; returns its (unbatched) first observation."""
         self._check_idle("reset_single_env")
-        (index,) = self._indices(index, "reset_single_env")
+        index = resolve_index(index, self.num_envs, "reset_single_env")
         seed = None
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
@@ -285,49 +273,10 @@ class VecEnvBase(ABC):
             raise NoAsyncCallError(NOTHING_PENDING.format(cls=type(self).__name__, method=method, call=call))
 
     def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        seq = [indices] if isinstance(indices, (int, np.integer)) else list(indices)
-        for i in seq:
-            if not isinstance(i, (int, np.integer)) or not -self.num_envs <= i < self.num_envs:
-                raise IndexError(f"{method}(): env index {i!r} is out of range for "
-                                 f"{self.num_envs} envs (valid: 0..{self.num_envs - 1})")
-        return [int(i) % self.num_envs for i in seq]
+        return resolve_indices(indices, self.num_envs, method)
 
     def _check_actions(self, actions: Any, method: str = "step_async") -> Any:
-        if isinstance(actions, dict):
-            return self._split_dict_actions(actions, method)
-        try:
-            count = len(actions)
-        except TypeError:
-            raise ValueError(f"{method}(): expected a sequence of {self.num_envs} actions (one per "
-                             f"env), received {type(actions).__name__}") from None
-        if count != self.num_envs:
-            raise ValueError(f"{method}(): expected {self.num_envs} actions (one per env), received {count}")
-        if self._action_shape is None:
-            return actions
-        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        if arr.shape[1:] != self._action_shape:
-            raise ValueError(f"{method}(): expected actions of shape {(self.num_envs, *self._action_shape)} "
-                             f"for action space {self.action_space}, received shape {arr.shape}")
-        if arr.dtype != self._action_dtype:
-            arr = self._cast_actions(arr, method)
-        return arr
-
-    def _cast_actions(self, arr: np.ndarray, method: str = "step_async") -> np.ndarray:
-        """Actions in the space's dtype, so every backend hands envs the same values."""
-        try:
-            return arr.astype(self._action_dtype, casting="same_kind")
-        except TypeError:
-            raise ValueError(f"{method}(): actions of dtype {arr.dtype} cannot be cast safely to the "
-                             f"action space's dtype {self._action_dtype} ({self.action_space})") from None
-
-    def _split_dict_actions(self, actions: dict, method: str = "step_async") -> list[dict]:
-        counts = {k: len(v) for k, v in actions.items()}
-        if any(c != self.num_envs for c in counts.values()):
-            raise ValueError(f"{method}(): expected {self.num_envs} actions per key (one per env), "
-                             f"received {counts}")
-        return [{k: v[i] for k, v in actions.items()} for i in range(self.num_envs)]
+        return check_actions(self.action_space, actions, self.num_envs, method)
 
 
 def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:

@@ -73,8 +73,23 @@ class VecCheckNan(VecEnvWrapper):
         self._user_warned = False
 
     def step_async(self, actions: Any) -> None:
-        self._check_batch("action", actions, "before step")
+        self._check_action_values(actions)
         self.venv.step_async(actions)
+
+    def _check_action_values(self, actions: Any) -> None:
+        """Actions as a batch (array, dict of batches) or one per env (list of dicts, ...)."""
+        if isinstance(actions, (np.ndarray, dict)):
+            self._check_batch("action", actions, "before step")
+            return
+        try:
+            batch = np.asarray(actions)
+        except ValueError:  # ragged: per-env actions of different shapes
+            batch = None
+        if batch is not None and batch.dtype != object:
+            self._check_batch("action", batch, "before step")
+            return
+        for i, action in enumerate(actions):
+            self._check_single(i, "action", action, "before step")
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
@@ -107,7 +122,7 @@ class VecCheckNan(VecEnvWrapper):
 
     def _check_single(self, index: int, name: str, obs: Any, when: str) -> None:
         for path, leaf in _leaves(obs):
-            found = _bad_rows(np.asarray(leaf)[None], self.check_inf)
+            found = _bad_rows([leaf], self.check_inf)
             if found is not None:
                 self._report(FOUND.format(field=name + path, index=index, kind=found[0], when=when))
 

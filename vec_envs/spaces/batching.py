@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.spaces.checks import FIXED_LEAVES, cast_exactly, path_text
 from vec_envs.types import VecEnvObs
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
     "write_rows",
 ]
 
-_LEAVES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+_LEAVES = FIXED_LEAVES
 Allocate = Callable[[tuple, np.dtype], np.ndarray]
 
 
@@ -62,26 +63,37 @@ def create_batch(space: spaces.Space, n: int, allocate: Allocate | None = None) 
     return [None] * n
 
 
-def _path_text(path: tuple) -> str:
-    return "".join(f"[{p!r}]" for p in path)
-
-
 def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
     if not isinstance(space, _LEAVES):
         def write_any(i: int, obs: Any) -> None:
             batch[i] = obs
         return write_any
-    shape = tuple(space.shape)
+    shape, dtype = tuple(space.shape), np.dtype(space.dtype)
 
     def write(i: int, obs: Any) -> None:
-        got = obs.shape if isinstance(obs, np.ndarray) else np.shape(obs)
+        if isinstance(obs, np.ndarray) and obs.dtype == dtype and obs.shape == shape:
+            batch[i] = obs  # the usual case: nothing to check or cast
+            return
+        got = _shape(obs)
         if got != shape:
             raise ValueError(
-                f"observation{_path_text(path)} has shape {got}, but the observation "
+                f"observation{path_text(path)} has shape {got}, but the observation "
                 f"space {space} expects shape {shape}"
             )
-        batch[i] = obs
+        try:
+            batch[i] = cast_exactly(obs, dtype)
+        except ValueError as exc:
+            raise ValueError(f"observation{path_text(path)}: {exc} (observation space {space})") from None
     return write
+
+
+def _shape(obs: Any) -> tuple | None:
+    if isinstance(obs, np.ndarray):
+        return obs.shape
+    try:
+        return np.shape(obs)
+    except ValueError:  # ragged nested lists
+        return None
 
 
 def _container_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
@@ -94,7 +106,7 @@ def _container_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[
             parts = [obs[k] for k in keys]
         except (KeyError, IndexError, TypeError):
             raise ValueError(
-                f"observation{_path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
+                f"observation{path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
                 f"observation space expects a {kind} with keys {keys}"
             ) from None
         for writer, part in zip(writers, parts):
@@ -112,7 +124,8 @@ def make_writer(space: spaces.Space, batch: Any, path: tuple = ()) -> Callable[[
 
     The observation's shape is checked against the space (a wrong shape raises
     ``ValueError`` naming both shapes, never a silent broadcast); the dtype is cast to
-    the space's.
+    the space's, and a value that dtype cannot hold (300 for uint8) raises ``ValueError``
+    naming the value and the dtype, never wraps around.
     """
     if isinstance(space, (spaces.Dict, spaces.Tuple)):
         return _container_writer(space, batch, path)
