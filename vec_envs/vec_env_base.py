@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
 from vec_envs.planning.env_state import EnvState
 from vec_envs.spaces.checks import check_actions
@@ -43,7 +44,12 @@ class VecEnvBase(ABC):
 
     metadata = {"render_modes": list(RENDER_MODES)}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_methods(cls)  # one caller at a time, whatever the subclass overrides
+
     def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self._call_guard = CallGuard()
         self.num_envs = num_envs
         self.observation_space = observation_space
         self.action_space = action_space
@@ -314,3 +320,6 @@ def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) ->
     out = (obs, np.asarray(rewards, np.float32), np.asarray(terminateds, np.bool_),
            np.asarray(truncateds, np.bool_), infos)
     return (states, *out) if with_states else out
+
+
+guard_methods(VecEnvBase)

@@ -74,6 +74,7 @@ class EnvSlice:
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int = 0) -> None:
         self.first_index = first_index
+        self._running: Any = None  # where to say which env runs (see track_running)
         self.envs = [self._call(k, "__init__", lambda fn=fn: as_gymnasium_env(fn()))
                      for k, fn in enumerate(env_fns)]
         self.observation_space = self.envs[0].observation_space
@@ -85,11 +86,25 @@ class EnvSlice:
     def __len__(self) -> int:
         return len(self.envs)
 
+    def track_running(self, slot: Any) -> None:
+        """Keep ``slot[0]`` = 1 + the global index of the env being called, 0 between calls.
+
+        ``slot`` is a writable int view in shared memory: should the process die inside
+        an env, the parent reads there which env it was running.
+        """
+        self._running = slot
+
     def _call(self, k: int, method: str, fn: Callable[[], Any]) -> Any:
+        running = self._running
+        if running is not None:
+            running[0] = self.first_index + k + 1
         try:
             return fn()
         except Exception as exc:
             raise EnvCallFailed(self.first_index + k, method) from exc
+        finally:
+            if running is not None:
+                running[0] = 0
 
     def _check_spaces_agree(self) -> None:
         for k, env in enumerate(self.envs[1:], start=1):
@@ -131,9 +146,11 @@ class EnvSlice:
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
         """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
-        rewards, dones, first = self.buffers.rewards, self.buffers.dones, self.first_index
+        rewards, dones, first, running = self.buffers.rewards, self.buffers.dones, self.first_index, self._running
         infos = []
         for k, env in enumerate(self.envs):
+            if running is not None:
+                running[0] = first + k + 1
             try:
                 obs, reward, terminated, truncated, info = check_step_result(env.step(actions[k]), first + k)
                 self._write(k, obs, "step")
@@ -144,6 +161,8 @@ class EnvSlice:
             if done:
                 info = self._auto_reset(k, info, truncated and not terminated)
             infos.append(info)
+        if running is not None:
+            running[0] = 0
         return infos
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
