@@ -16,7 +16,7 @@ extras = {
     "bench": ["matplotlib>=3.7", "psutil>=5.9"],
 }
 extras["test"] = sorted(
-    {"pytest>=7.4", "pytest-timeout>=2.2", "psutil>=5.9"}
+    {"pytest>=8.1", "pytest-timeout>=2.2", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1"}
     | {req for name in ("atari", "ray", "video", "bench") for req in extras[name]}
 )
 

@@ -41,7 +41,7 @@ def test_auto_reset_with_different_episode_lengths(make, closing):
     obs = venv.reset()
     expected = np.stack([env.reset(seed=10 + i)[0] for i, env in enumerate(reference)])
     np.testing.assert_array_equal(obs, expected)
-    for step in range(12):
+    for _ in range(12):
         obs, rewards, dones, infos = venv.step(np.zeros(N, dtype=np.int64))
         for i, env in enumerate(reference):
             ref_obs, ref_reward, terminated, truncated, _ = env.step(0)

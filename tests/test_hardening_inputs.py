@@ -71,7 +71,8 @@ def test_every_bad_step_output_names_env_method_value_and_expectation(venv):
 
 def test_a_reset_info_that_is_not_a_dict_names_the_env(venv):
     venv.set_attr("reset_info", [1, 2], indices=1)
-    with pytest.raises((EnvWorkerError, TypeError), match=r"env 1 returned info \[1, 2\] \(list\) from reset\(\)") as info:
+    message = r"env 1 returned info \[1, 2\] \(list\) from reset\(\)"
+    with pytest.raises((EnvWorkerError, TypeError), match=message) as info:
         venv.reset()
     check_env_error(info, 1, "reset")
     venv.set_attr("reset_info", None, indices=1)
@@ -117,7 +118,8 @@ def test_dict_actions_need_exactly_the_space_keys_and_leaf_shapes_and_seed_after
     with pytest.raises(ValueError, match=r"env 0: action\['aim'\] 0.5 has shape \(\), but the action space "
                                          r"Box\(.*\) expects shape \(2,\)"):
         venv.step([{"move": 1, "aim": 0.5}] + [good] * 3)
-    with pytest.raises(ValueError, match=r"env 2: action is 7, but the action space expects a dict with keys \['aim', 'move'\]"):
+    with pytest.raises(ValueError, match=r"env 2: action is 7, but the action space expects a dict with keys "
+                                         r"\['aim', 'move'\]"):
         venv.step([good, good, 7, good])
     with pytest.raises(ValueError, match=r"expected 4 actions per key \(one per env\)"):
         venv.step({"move": [1, 1], "aim": np.zeros((N, 2))})

@@ -110,7 +110,7 @@ def test_many_threads_hammering_one_venv_get_clear_errors_and_no_corruption():
                 steps[0] += 1
             except ConcurrentCallError:
                 pass
-            except Exception as exc:  # noqa: BLE001 (anything else is the bug this test looks for)
+            except Exception as exc:  # anything else is the bug this test looks for
                 errors.append(exc)
 
     threads = [threading.Thread(target=hammer) for _ in range(4)]

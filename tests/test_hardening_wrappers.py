@@ -38,7 +38,8 @@ IMPOSSIBLE = [
                  id="infinite-variance"),
     pytest.param("ret_rms.count", lambda a: np.array(-3.0), r"ret_rms\.count is -3\.0; a count is >= 0",
                  id="negative-count"),
-    pytest.param("ret_rms.count", lambda a: np.array(1 + 2j), r"ret_rms\.count has dtype complex128; expected real numbers",
+    pytest.param("ret_rms.count", lambda a: np.array(1 + 2j), r"ret_rms\.count has dtype complex128; expected "
+                 r"real numbers",
                  id="complex-count"),
 ]
 

@@ -95,7 +95,7 @@ def test_restart_policy_rebuilds_the_worker_and_flags_its_envs():
         venv.reset()
         first_pid = venv.workers[1].process.pid
         flagged = []
-        for t in range(4):
+        for _ in range(4):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             flagged.append([bool(info.get("env_restarted")) for info in infos])
         assert flagged[:3] == [[False] * 4] * 3

@@ -38,7 +38,7 @@ def resolve_indices(indices: Any, num_envs: int, method: str) -> list[int]:
         [3]
         >>> resolve_indices(1.0, 4, "get_attr")
         Traceback (most recent call last):
-        TypeError: get_attr(): indices must be None, an int, a sequence of ints or a boolean mask of 4, received 1.0 (float)
+        TypeError: get_attr(): indices must be None, an int, ... of 4, received 1.0 (float)
     """
     if indices is None:
         return list(range(num_envs))

@@ -1,6 +1,7 @@
 """DummyVecEnv: every env in this process, stepped in series."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,7 +18,8 @@ __all__ = ["DummyVecEnv"]
 def _unwrap_failure(failure: EnvCallFailed, backend: str) -> BaseException:
     """The env's own exception, with a note naming the env and the method."""
     cause = failure.__cause__ or failure
-    cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
+    if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
+        cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
     return cause
 
 
@@ -32,8 +34,9 @@ class DummyVecEnv(VecEnvBase):
     An env's exception reaches the caller as itself, with a note naming the env index.
 
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8)   # doctest: +SKIP
-        >>> obs = venv.reset(); obs.shape
+        >>> import gymnasium as gym
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8) as venv:
+        ...     venv.reset().shape
         (8, 4)
     """
 

@@ -42,7 +42,7 @@ def make_vec_env(
     env_id_or_fn: str | Callable[..., Any],
     n_envs: int = 1,
     seed: int | None = None,
-    vec_env_cls: type[VecEnvBase] | None = None,
+    vec_env_cls: Callable[..., VecEnvBase] | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     env_kwargs: dict[str, Any] | None = None,
     wrapper_class: Callable[[gym.Env], gym.Env] | None = None,
@@ -60,7 +60,10 @@ def make_vec_env(
         wrapper_class: a single-env wrapper applied to every env.
 
     Example:
-        >>> venv = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv)  # doctest: +SKIP
+        >>> from vec_envs import SubprocVecEnv
+        >>> with make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv) as venv:
+        ...     venv.reset().shape
+        (4, 4)
     """
     if not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"make_vec_env(): n_envs must be a positive int, received {n_envs!r}")

@@ -1,7 +1,7 @@
 """Type aliases shared by every backend and wrapper."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -10,11 +10,11 @@ __all__ = ["VecEnvObs", "VecEnvStepReturn", "VecEnvIndices", "EnvFn", "Info"]
 
 #: A batched observation: one array shaped (num_envs, *shape), or a dict / tuple of such
 #: for Dict / Tuple spaces (a list of per-env observations for spaces with no fixed size).
-VecEnvObs = Union[np.ndarray, Dict[str, Any], Tuple[Any, ...], List[Any]]
-Info = Dict[str, Any]
+VecEnvObs = np.ndarray | dict[str, Any] | tuple[Any, ...] | list[Any]
+Info = dict[str, Any]
 #: (obs, rewards float32 (n,), dones bool (n,), infos: list of n dicts)
-VecEnvStepReturn = Tuple[VecEnvObs, np.ndarray, np.ndarray, List[Info]]
+VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[Info]]
 #: Which sub-envs a call addresses: None = all, an int, or a sequence of ints.
-VecEnvIndices = Union[None, int, Sequence[int]]
+VecEnvIndices = None | int | Sequence[int]
 #: A zero-argument factory returning a gymnasium env (or an old-gym-API env).
-EnvFn = Callable[[], Union[gym.Env, Any]]
+EnvFn = Callable[[], gym.Env | Any]

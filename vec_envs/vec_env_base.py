@@ -36,10 +36,13 @@ class VecEnvBase(ABC):
     ``close_extras``; ``render`` tiles ``get_images()``.
 
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                               # (4, 4)
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4) as venv:
+        ...     obs = venv.reset()
         ...     obs, rewards, dones, infos = venv.step(np.zeros(4, int))
+        >>> obs.shape, rewards.dtype, dones.dtype
+        ((4, 4), dtype('float32'), dtype('bool'))
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
@@ -110,7 +113,7 @@ class VecEnvBase(ABC):
         """``(obs, [(state or None, reward, terminated, truncated, info) per env])``."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="step_batch"))
 
-    def close_extras(self) -> None:
+    def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
     # ---------------------------------------------------------- control flow
@@ -176,8 +179,16 @@ class VecEnvBase(ABC):
         (see ``vec_envs.planning.env_state`` for where it comes from).
 
         Example:
-            >>> states = venv.get_states()                    # doctest: +SKIP
-            >>> venv.step(actions); venv.set_states(states)   # back where they were
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> obs = venv.reset()
+            >>> states = venv.get_states()
+            >>> first = venv.step(np.ones(2, int))[0]
+            >>> venv.set_states(states)                       # back where they were
+            >>> bool((venv.step(np.ones(2, int))[0] == first).all())
+            True
+            >>> venv.close()
         """
         self._check_idle("get_states")
         return self._get_states(self._indices(indices, "get_states"))
@@ -209,9 +220,16 @@ class VecEnvBase(ABC):
         the states (``set_states`` or ``reset`` before the next ``step``).
 
         Example:
-            >>> root = venv.get_states([0])[0]                              # doctest: +SKIP
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)
+            >>> _ = venv.reset()
+            >>> root = venv.get_states([0])[0]
             >>> states, obs, rewards, term, trunc, infos = venv.step_batch(
             ...     np.arange(venv.num_envs) % 2, states=[root] * venv.num_envs, dt=4)
+            >>> obs.shape, rewards.tolist()                 # 4 steps from the same root, 2 actions
+            ((4, 4), [4.0, 4.0, 4.0, 4.0])
+            >>> venv.close()
         """
         self._check_idle("step_batch")
         actions = self._check_actions(actions, "step_batch")
@@ -248,14 +266,14 @@ class VecEnvBase(ABC):
         finally:
             self.close_extras()
 
-    def __enter__(self) -> "VecEnvBase":
+    def __enter__(self) -> VecEnvBase:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     @property
-    def unwrapped(self) -> "VecEnvBase":
+    def unwrapped(self) -> VecEnvBase:
         """The innermost VecEnvBase (this one, for a backend)."""
         return self
 

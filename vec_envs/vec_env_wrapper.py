@@ -1,7 +1,7 @@
 """VecEnvWrapper and VecEnvObservationWrapper: layers over any VecEnv."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from gymnasium import spaces
@@ -46,19 +46,23 @@ class VecEnvWrapper(VecEnvBase):
 
     def reset_async(self) -> None:
         """Start a reset on a worker backend (wrappers that keep reset as is only)."""
-        self._check_async_reset("reset_async")
-        self.venv.reset_async()
+        self._reset_forward("reset_async")()
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
         """Finish the reset started by ``reset_async``."""
-        self._check_async_reset("reset_wait")
-        return self.venv.reset_wait(timeout)
+        return self._reset_forward("reset_wait")(timeout)
 
-    def _check_async_reset(self, method: str) -> None:
+    def _reset_forward(self, method: str) -> Callable[..., Any]:
+        """The wrapped VecEnv's ``reset_async`` / ``reset_wait`` (worker backends have them)."""
         if type(self).reset not in (VecEnvWrapper.reset, VecEnvObservationWrapper.reset):
             raise NotImplementedError(
                 f"{type(self).__name__}.{method}(): this wrapper does its own work in reset(); call "
                 f"reset(), or {method}() on the backend (venv.unwrapped), whose observations skip it")
+        forward = getattr(self.venv, method, None)
+        if forward is None:
+            raise NotImplementedError(f"{type(self).__name__}.{method}(): the wrapped "
+                                      f"{type(self.venv).__name__} has no {method}(); call reset()")
+        return forward
 
     # The hooks are never reached: the public methods above forward directly.
     def _reset(self, seeds: Any) -> VecEnvObs:
@@ -155,8 +159,7 @@ class VecEnvObservationWrapper(VecEnvWrapper):
         return self.process(self.venv.reset())
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
-        self._check_async_reset("reset_wait")
-        return self.process(self.venv.reset_wait(timeout))
+        return self.process(self._reset_forward("reset_wait")(timeout))
 
     def reset_single_env(self, index: int) -> Any:
         return self.process_terminal(index, self.venv.reset_single_env(index))

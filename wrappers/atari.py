@@ -69,7 +69,8 @@ def _action_meanings(env: gym.Env) -> list[str]:
 
 
 def _lives(env: gym.Env) -> int:
-    return int(env.unwrapped.ale.lives())
+    atari: Any = env.unwrapped  # an ale_py AtariEnv: ale_py has no type information
+    return int(atari.ale.lives())
 
 
 # ------------------------------------------------------------------ wrappers
@@ -83,8 +84,9 @@ class NoopResetEnv(gym.Wrapper):
         noop_max: the largest number of no-ops (>= 1).
 
     Example:
-        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)   # doctest: +SKIP
+        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)
         >>> obs, info = env.reset(seed=0)     # the game has run 1..30 frames of NOOP
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, noop_max: int = 30) -> None:
@@ -110,8 +112,9 @@ class FireResetEnv(gym.Wrapper):
     """On reset, press FIRE (then action 2), for games that wait for it (Breakout).
 
     Example:
-        >>> env = FireResetEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> obs, info = env.reset()                     # the ball is already in play
+        >>> env = FireResetEnv(make_atari("Breakout"))
+        >>> obs, info = env.reset(seed=0)               # the ball is already in play
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -138,8 +141,14 @@ class EpisodicLifeEnv(gym.Wrapper):
     or at any other time.
 
     Example:
-        >>> env = EpisodicLifeEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> env.reset(); ...; env.step(0)   # -> terminated=True when a life is lost
+        >>> env = EpisodicLifeEnv(make_atari("Breakout"))
+        >>> _ = env.reset(seed=0)
+        >>> terminated = False
+        >>> while not terminated:             # without FIRE the ball never comes: wait for a lost life
+        ...     obs, reward, terminated, truncated, info = env.step(1)
+        >>> info["lives"] < 5                 # terminated=True when a life is lost
+        True
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -176,8 +185,10 @@ class MaxAndSkipEnv(gym.Wrapper):
     (a single frame if only one was).
 
     Example:
-        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)   # doctest: +SKIP
+        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)
+        >>> _ = env.reset(seed=0)
         >>> obs, reward, terminated, truncated, info = env.step(1)   # 4 emulator frames
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, skip: int = 4) -> None:
@@ -187,7 +198,8 @@ class MaxAndSkipEnv(gym.Wrapper):
 
     def step(self, action: Any) -> StepReturn:
         total_reward = 0.0
-        frame = before = None
+        frame: Any = None  # skip >= 1: the loop sets it
+        before: Any = None
         for _ in range(self.skip):
             before = frame
             frame, reward, terminated, truncated, info = self.env.step(action)
@@ -205,17 +217,18 @@ class WarpFrame(gym.ObservationWrapper):
     ``(height, width, 3)`` in color.
 
     Example:
-        >>> env = WarpFrame(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = WarpFrame(make_atari("Breakout"))
         >>> env.observation_space
         Box(0, 255, (84, 84, 1), uint8)
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, width: int = 84, height: int = 84, grayscale: bool = True) -> None:
         super().__init__(env)
         _check_int("WarpFrame: width", width, 1)
         _check_int("WarpFrame: height", height, 1)
-        shape = env.observation_space.shape
-        if not isinstance(env.observation_space, spaces.Box) or len(shape) != 3 or shape[2] != 3:
+        space = env.observation_space
+        if not isinstance(space, spaces.Box) or len(space.shape) != 3 or space.shape[2] != 3:
             raise ValueError(f"WarpFrame: expected RGB frames of shape (H, W, 3), the env's "
                              f"observation space is {env.observation_space}")
         self.width, self.height, self.grayscale = int(width), int(height), bool(grayscale)
@@ -237,7 +250,11 @@ class ClipRewardEnv(gym.RewardWrapper):
     """Rewards become their sign: -1.0, 0.0 or +1.0.
 
     Example:
-        >>> env = ClipRewardEnv(make_atari("Pong"))   # doctest: +SKIP
+        >>> env = ClipRewardEnv(make_atari("Pong"))
+        >>> _ = env.reset(seed=0)
+        >>> env.step(0)[1] in (-1.0, 0.0, 1.0)
+        True
+        >>> env.close()
     """
 
     def reward(self, reward: SupportsFloat) -> float:
@@ -254,7 +271,13 @@ class EpisodeMonitor(gym.Wrapper):
     frames.
 
     Example:
-        >>> env = EpisodeMonitor(make_atari("Pong"), "runs/0.monitor.csv")   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
+        ...     _ = env.reset(seed=0)
+        ...     env.close()
+        ...     os.listdir(folder)
+        ['0.monitor.csv']
     """
 
     def __init__(self, env: gym.Env, filename: str | None = None) -> None:
@@ -326,7 +349,7 @@ def resolve_atari_id(env_id: str) -> str:
         ValueError: ``env_id`` names no Atari game (the message lists a few that exist).
 
     Example:
-        >>> resolve_atari_id("pong")   # doctest: +SKIP
+        >>> resolve_atari_id("pong")
         'ALE/Pong-v5'
     """
     if not isinstance(env_id, str):
@@ -360,7 +383,10 @@ def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode:
         **ale_kwargs: other ``ale_py.env.AtariEnv`` arguments (``mode``, ``difficulty``, ...).
 
     Example:
-        >>> env = make_atari("Breakout", repeat_action_probability=0.25)   # doctest: +SKIP
+        >>> env = make_atari("Breakout", repeat_action_probability=0.25)
+        >>> env.observation_space.shape
+        (210, 160, 3)
+        >>> env.close()
     """
     if "frameskip" in ale_kwargs:
         raise ValueError("make_atari: frameskip is fixed at 1; pass frame_skip to wrap_deepmind instead")
@@ -389,9 +415,10 @@ def wrap_deepmind(env: gym.Env, noop_max: int = 30, frame_skip: int = 4, episode
         clip_rewards: rewards become their sign.
 
     Example:
-        >>> env = wrap_deepmind(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = wrap_deepmind(make_atari("Breakout"))
         >>> env.observation_space.shape
         (84, 84, 1)
+        >>> env.close()
     """
     _check_int("wrap_deepmind: noop_max", noop_max, 0)
     _check_int("wrap_deepmind: frame_skip", frame_skip, 1)
@@ -430,7 +457,7 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
 
 
 def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
-                   vec_env_cls: type[VecEnvBase] | None = None,
+                   vec_env_cls: Callable[..., VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
@@ -453,9 +480,10 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
         monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
 
     Example:
-        >>> venv = VecFrameStack(make_atari_env("Breakout", 8, seed=0), n_stack=4)   # doctest: +SKIP
-        >>> venv.reset().shape
-        (8, 84, 84, 4)
+        >>> from wrappers import VecFrameStack
+        >>> with VecFrameStack(make_atari_env("Breakout", 2, seed=0), n_stack=4) as venv:
+        ...     venv.reset().shape
+        (2, 84, 84, 4)
     """
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")

@@ -1,7 +1,7 @@
 """StackedObservations: the last ``n_stack`` observations of every env, along the channels."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, TypeGuard
 
 import numpy as np
 from gymnasium import spaces
@@ -9,14 +9,14 @@ from gymnasium import spaces
 __all__ = ["StackedObservations", "ChannelsOrder", "is_image_space", "is_channels_first"]
 
 #: "first", "last", None (infer from the space) or, for a Dict space, one of those per key.
-ChannelsOrder = Union[str, None, Mapping[str, Union[str, None]]]
+ChannelsOrder = str | None | Mapping[str, str | None]
 CHANNELS_ORDERS = ("first", "last")
 BAD_CHANNELS_ORDER = "channels_order{where} must be None, 'first' or 'last', received {value!r}"
 UNSTACKABLE = ("frame stacking needs a Box observation space of rank >= 1 (or a Dict of them); "
                "observation{where} is {space}")
 
 
-def is_image_space(space: spaces.Space) -> bool:
+def is_image_space(space: spaces.Space) -> TypeGuard[spaces.Box]:
     """A uint8 Box of rank 3 with bounds 0..255."""
     return (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
             and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255)))
@@ -66,6 +66,7 @@ class StackedObservations:
                  channels_order: ChannelsOrder = None, where: str = "") -> None:
         self.num_envs, self.n_stack = num_envs, n_stack
         self.sub: dict[str, StackedObservations] | None = None
+        self.stacked_observation_space: spaces.Dict | spaces.Box
         if isinstance(observation_space, spaces.Dict):
             self._init_dict(observation_space, channels_order, where)
         elif isinstance(observation_space, spaces.Box) and len(observation_space.shape) >= 1:
@@ -158,7 +159,7 @@ class StackedObservations:
 
     def _update_dict(self, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any]) -> tuple[Any, dict[int, Any]]:
         stacked, stacked_terminal = {}, {i: dict(last) for i, last in terminal.items()}
-        for key, stack in self.sub.items():
+        for key, stack in (self.sub or {}).items():
             stacked[key], parts = stack.update(obs[key], dones, {i: last[key] for i, last in terminal.items()})
             for i, part in parts.items():
                 stacked_terminal[i][key] = part

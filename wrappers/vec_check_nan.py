@@ -60,10 +60,14 @@ class VecCheckNan(VecEnvWrapper):
         check_inf: also look for +inf / -inf.
 
     Example:
-        >>> venv = VecCheckNan(DummyVecEnv([make_env] * 4))   # doctest: +SKIP
-        >>> venv.step(np.full((4, 1), np.nan))                  # doctest: +SKIP
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> venv = VecCheckNan(DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 4))
+        >>> _ = venv.reset()
+        >>> venv.step(np.full((4, 1), np.nan))
         Traceback (most recent call last):
         ValueError: action of env 0 contains NaN before step (envs with NaN: [0, 1, 2, 3])
+        >>> venv.close()
     """
 
     def __init__(self, venv: VecEnvBase, raise_exception: bool = True, warn_once: bool = True,

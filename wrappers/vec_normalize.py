@@ -40,10 +40,17 @@ class VecNormalizeFileError(ValueError):
     """A VecNormalize statistics file that cannot be used (corrupt, newer, other space).
 
     Example:
-        >>> try:                                                   # doctest: +SKIP
-        ...     venv = VecNormalize.load("vecnormalize.npz", venv)
-        ... except VecNormalizeFileError as err:
-        ...     print(err)   # names the file and what is wrong with it
+        >>> import gymnasium as gym, os, tempfile
+        >>> from vec_envs import DummyVecEnv
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "vecnormalize.npz")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write("not a VecNormalize file")
+        ...     try:
+        ...         venv = VecNormalize.load(path, DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
+        ...     except VecNormalizeFileError as err:
+        ...         print(path in str(err))   # names the file and what is wrong with it
+        True
     """
 
 
@@ -82,9 +89,13 @@ class VecNormalize(VecEnvWrapper):
         >>> obs, rewards, dones, infos = venv.step(np.zeros((4, 1)))
         >>> obs.shape, obs.dtype, rewards.dtype
         ((4, 3), dtype('float32'), dtype('float32'))
-        >>> venv.save("vecnormalize.npz")                                   # doctest: +SKIP
-        >>> evaluation = VecNormalize.load("vecnormalize.npz", eval_venv)   # doctest: +SKIP
-        >>> evaluation.training = False                                     # doctest: +SKIP
+        >>> import os, tempfile
+        >>> eval_venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv.save(os.path.join(folder, "vecnormalize.npz"))
+        ...     evaluation = VecNormalize.load(os.path.join(folder, "vecnormalize.npz"), eval_venv)
+        >>> evaluation.training = False   # evaluate with the training statistics, frozen
+        >>> venv.close(); evaluation.close()
     """
 
     def __init__(self, venv: VecEnvBase, training: bool = True, norm_obs: bool = True,
@@ -134,22 +145,22 @@ class VecNormalize(VecEnvWrapper):
             self._update_obs(_batch_of_one(obs, self.norm_obs_keys))
         return self.normalize_obs(obs)
 
-    def _update_obs(self, obs: VecEnvObs) -> None:
-        if self.norm_obs_keys is None:
+    def _update_obs(self, obs: Any) -> None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             self.obs_rms.update(obs)
             return
-        for key in self.norm_obs_keys:
-            self.obs_rms[key].update(obs[key])
+        for key, rms in (self.obs_rms or {}).items():
+            rms.update(obs[key])
 
-    def _update_and_normalize(self, obs: VecEnvObs) -> VecEnvObs:
+    def _update_and_normalize(self, obs: Any) -> VecEnvObs:
         """Update the statistics with a batch (when training), then normalize it."""
         if not (self.training and self.norm_obs):
             return self.normalize_obs(obs)
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return self.obs_rms.update_and_normalize(obs, self.epsilon, self.clip_obs)
         out = dict(obs)
-        for key in self.norm_obs_keys:
-            out[key] = self.obs_rms[key].update_and_normalize(obs[key], self.epsilon, self.clip_obs)
+        for key, rms in (self.obs_rms or {}).items():
+            out[key] = rms.update_and_normalize(obs[key], self.epsilon, self.clip_obs)
         return out
 
     # -------------------------------------------------------- normalization
@@ -157,11 +168,11 @@ class VecNormalize(VecEnvWrapper):
         """Normalize a batch or a single observation with the current statistics."""
         if not self.norm_obs:
             return obs
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return self._normalize_leaf(obs, self.obs_rms)
         out = dict(obs)
-        for key in self.norm_obs_keys:
-            out[key] = self._normalize_leaf(obs[key], self.obs_rms[key])
+        for key, rms in (self.obs_rms or {}).items():
+            out[key] = self._normalize_leaf(obs[key], rms)
         return out
 
     def _normalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
@@ -174,12 +185,12 @@ class VecNormalize(VecEnvWrapper):
         scaled = np.divide(rewards, math.sqrt(float(self.ret_rms.var) + self.epsilon), dtype=np.float32)
         return np.clip(scaled, -self.clip_reward, self.clip_reward, out=scaled)
 
-    def get_original_obs(self) -> VecEnvObs:
-        """The observations of the last reset / step, before normalization."""
+    def get_original_obs(self) -> VecEnvObs | None:
+        """The observations of the last reset / step, before normalization (None before any)."""
         return self.old_obs
 
-    def get_original_reward(self) -> np.ndarray:
-        """The rewards of the last step, before scaling."""
+    def get_original_reward(self) -> np.ndarray | None:
+        """The rewards of the last step, before scaling (None before any)."""
         return self.old_reward
 
     # -------------------------------------------------------- save and load
@@ -205,7 +216,7 @@ class VecNormalize(VecEnvWrapper):
         _write_atomically(os.fspath(path), arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> "VecNormalize":
+    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> VecNormalize:
         """A VecNormalize over ``venv`` with the settings and statistics saved at ``path``.
 
         Raises:
@@ -229,9 +240,9 @@ class VecNormalize(VecEnvWrapper):
     def _obs_rms_list(self) -> list[RunningMeanStd]:
         if self.obs_rms is None:
             return []
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return [self.obs_rms]
-        return [self.obs_rms[key] for key in self.norm_obs_keys]
+        return list(self.obs_rms.values())
 
 
 # ------------------------------------------------------------------ spaces
@@ -263,15 +274,19 @@ def _obs_keys(space: spaces.Space, norm_obs_keys: Sequence[str] | None) -> list[
 def _normalized_space(space: spaces.Space, keys: list[str] | None, clip_obs: float) -> spaces.Space:
     def bounded(box: spaces.Box) -> spaces.Box:
         return spaces.Box(-clip_obs, clip_obs, box.shape, np.float32)
-    if keys is None:
+    if isinstance(space, spaces.Box):
         return bounded(space)
-    return spaces.Dict({k: bounded(s) if k in keys else s for k, s in space.spaces.items()})
+    assert isinstance(space, spaces.Dict) and keys is not None  # what _obs_keys accepted
+    return spaces.Dict({k: bounded(s) if k in keys and isinstance(s, spaces.Box) else s
+                        for k, s in space.spaces.items()})
 
 
-def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> Any:
-    if keys is None:
+def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> RunningMeanStd | dict[str, RunningMeanStd]:
+    if isinstance(space, spaces.Box):
         return RunningMeanStd(space.shape)
-    return {key: RunningMeanStd(space[key].shape) for key in keys}
+    assert isinstance(space, spaces.Dict) and keys is not None  # what _obs_keys accepted
+    boxes = {key: sub for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)}
+    return {key: RunningMeanStd(boxes[key].shape) for key in keys}
 
 
 def _batch_of_one(obs: Any, keys: list[str] | None) -> Any:
@@ -333,7 +348,7 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".vecnormalize-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, allow_pickle=False, **arrays)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)

@@ -75,8 +75,11 @@ def _writable_folder(folder: str | os.PathLike) -> str:
     return path
 
 
-def _video_frame(frame: np.ndarray) -> np.ndarray:
+def _video_frame(frame: np.ndarray | None) -> np.ndarray:
     """An RGB uint8 frame with even height and width (H.264 in yuv420p needs them even)."""
+    if frame is None:
+        raise ValueError("VecVideoRecorder: render(mode='rgb_array') returned None; make the envs with "
+                         "render_mode='rgb_array'")
     frame = np.asarray(frame, np.uint8)
     if frame.ndim == 2:
         frame = frame[:, :, None]
@@ -110,8 +113,18 @@ class VecVideoRecorder(VecEnvWrapper):
             else 30).
 
     Example:
-        >>> venv = VecVideoRecorder(venv, "videos/", lambda step: step % 10_000 == 0,
-        ...                         video_length=500)   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> from vec_envs import DummyVecEnv
+        >>> from wrappers.atari import make_atari
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv = DummyVecEnv([lambda: make_atari("Pong", render_mode="rgb_array")] * 2)
+        ...     venv = VecVideoRecorder(venv, folder, lambda step: step % 10_000 == 0, video_length=5)
+        ...     _ = venv.reset()
+        ...     for _ in range(5):
+        ...         _ = venv.step(np.zeros(2, int))
+        ...     venv.close()
+        ...     [name.endswith(".mp4") for name in os.listdir(folder)]
+        [True]
     """
 
     def __init__(self, venv: VecEnvBase, video_folder: str | os.PathLike,

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from vec_envs.types import EnvFn
-from vec_envs.workers.worker import Worker
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
+
+if TYPE_CHECKING:  # imports Ray, which only building a RayVecEnv may do
+    from vec_envs.ray.ray_worker import RayWorker
 
 __all__ = ["RayVecEnv", "import_ray", "connect_ray"]
 
@@ -88,10 +90,15 @@ class RayVecEnv(WorkerVecEnv):
         copy: return fresh arrays (True) or views valid until the next step (False).
 
     Example:
-        >>> venv = RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4)  # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                          # (8, 4)
+        >>> import gymnasium as gym
+        >>> import ray
+        >>> with RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
+        >>> ray.shutdown()   # this process started Ray: stop it
     """
+
+    worker_class: type[RayWorker]
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
@@ -146,6 +153,6 @@ class RayVecEnv(WorkerVecEnv):
         """New actors get at least ``ACTOR_START_TIMEOUT_S``: starting one takes seconds."""
         return None if self.timeout is None else max(self.timeout, ACTOR_START_TIMEOUT_S)
 
-    def _start_worker(self, index: int, first: int, stop: int) -> Worker:
+    def _start_worker(self, index: int, first: int, stop: int) -> RayWorker:
         self._connect()
         return self.worker_class(index, self._env_fns[first:stop], first, stop, self._actor_options())

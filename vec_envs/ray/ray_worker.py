@@ -85,8 +85,21 @@ class RayWorker(Worker):
         options: ``ActorClass.options(...)`` keywords (num_cpus, resources, scheduling).
 
     Example:
-        >>> w = RayWorker(0, env_fns, 0, 4, {"num_cpus": 0.5})   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); RayWorker.wait([w], None); w.recv()
+        >>> import gymnasium as gym
+        >>> from vec_envs.ray.ray_vec_env import connect_ray
+        >>> connect_ray(None)   # a Ray runtime of this process's own
+        True
+        >>> w = RayWorker(0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2, {"num_cpus": 0.5})
+        >>> w.send(Command.GET_SPACES, None)
+        >>> RayWorker.wait([w], None) == [w]
+        True
+        >>> ok, (observation_space, action_space) = w.recv()
+        >>> ok, action_space
+        (True, Discrete(2))
+        >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv()
+        (True, None)
+        >>> w.shutdown(timeout=10)
+        >>> ray.shutdown()
     """
 
     def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int,
@@ -104,6 +117,8 @@ class RayWorker(Worker):
 
     def recv(self) -> tuple[bool, Any]:
         ref, self._ref = self._ref, None
+        if ref is None:
+            raise RuntimeError(f"RayWorker {self.index}: recv() without a command sent")
         try:
             return writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
@@ -113,7 +128,7 @@ class RayWorker(Worker):
             raise WorkerDied(describe_death(exc)) from exc
 
     @classmethod
-    def wait(cls, workers: Sequence["RayWorker"], timeout: float | None) -> list["RayWorker"]:
+    def wait(cls, workers: Sequence[RayWorker], timeout: float | None) -> list[RayWorker]:
         by_ref = {w._ref: w for w in workers}
         ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
         return [by_ref[ref] for ref in ready]

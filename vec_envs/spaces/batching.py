@@ -39,6 +39,13 @@ def is_fixed_size(space: spaces.Space) -> bool:
     return isinstance(space, _LEAVES)
 
 
+def leaf_shape(space: spaces.Space) -> tuple[int, ...]:
+    """The shape of a fixed-size leaf space (Box, Discrete, MultiDiscrete, MultiBinary)."""
+    if space.shape is None:
+        raise ValueError(f"{space} has no fixed shape: it is not a fixed-size leaf space")
+    return space.shape
+
+
 def iter_leaves(space: spaces.Space, path: tuple = ()) -> Iterator[tuple[tuple, spaces.Space]]:
     """Yield ``(path, leaf_space)`` for every leaf, in a fixed order (Dict keys as stored)."""
     if isinstance(space, spaces.Dict):
@@ -59,7 +66,7 @@ def create_batch(space: spaces.Space, n: int, allocate: Allocate | None = None) 
     if isinstance(space, spaces.Tuple):
         return tuple(create_batch(s, n, allocate) for s in space.spaces)
     if isinstance(space, _LEAVES):
-        return allocate((n, *space.shape), np.dtype(space.dtype))
+        return allocate((n, *leaf_shape(space)), np.dtype(space.dtype))
     return [None] * n
 
 
@@ -68,7 +75,7 @@ def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int,
         def write_any(i: int, obs: Any) -> None:
             batch[i] = obs
         return write_any
-    shape, dtype = tuple(space.shape), np.dtype(space.dtype)
+    shape, dtype = leaf_shape(space), np.dtype(space.dtype)
 
     def write(i: int, obs: Any) -> None:
         if isinstance(obs, np.ndarray) and obs.dtype == dtype and obs.shape == shape:
@@ -96,9 +103,10 @@ def _shape(obs: Any) -> tuple | None:
         return None
 
 
-def _container_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
-    keys = list(space.spaces.keys()) if isinstance(space, spaces.Dict) else list(range(len(space.spaces)))
-    writers = [make_writer(space[k], batch[k], path + (k,)) for k in keys]
+def _container_writer(space: spaces.Dict | spaces.Tuple, batch: Any, path: tuple) -> Callable[[int, Any], None]:
+    subspaces = dict(space.spaces) if isinstance(space, spaces.Dict) else dict(enumerate(space.spaces))
+    keys = list(subspaces)
+    writers = [make_writer(sub, batch[k], path + (k,)) for k, sub in subspaces.items()]
     kind = "dict" if isinstance(space, spaces.Dict) else "tuple"
 
     def write(i: int, obs: Any) -> None:
@@ -155,8 +163,8 @@ def slice_batch(batch: VecEnvObs, start: int, stop: int) -> VecEnvObs:
     return _map(lambda leaf: leaf[start:stop], batch)
 
 
-def write_rows(batch: VecEnvObs, start: int, rows: VecEnvObs) -> None:
-    """Copy the batch ``rows`` into ``batch`` from row ``start`` on, leaf by leaf."""
+def write_rows(batch: VecEnvObs, start: int, rows: Any) -> None:
+    """Copy the batch ``rows`` (shaped as ``batch``) into ``batch`` from row ``start`` on, leaf by leaf."""
     if isinstance(batch, dict):
         for key, leaf in batch.items():
             write_rows(leaf, start, rows[key])
@@ -176,13 +184,13 @@ class BatchBuffers:
     dones: np.ndarray
 
     @classmethod
-    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> "BatchBuffers":
+    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> BatchBuffers:
         """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array)."""
         alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
         return cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
                    alloc((n,), np.dtype(np.bool_)))
 
-    def view(self, start: int, stop: int) -> "BatchBuffers":
+    def view(self, start: int, stop: int) -> BatchBuffers:
         """The buffers of envs ``start:stop`` (views into these)."""
         return BatchBuffers(slice_batch(self.obs, start, stop),
                             self.rewards[start:stop], self.dones[start:stop])

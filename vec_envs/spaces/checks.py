@@ -99,7 +99,7 @@ def check_action(space: spaces.Space, action: Any, path: tuple = ()) -> None:
 
 def _check_leaf(space: spaces.Space, action: Any, path: tuple) -> None:
     if isinstance(action, dict):
-        raise ValueError(  # noqa: TRY004 (API.md: an action of the wrong structure is a ValueError)
+        raise ValueError(  # API.md: a wrong action is a ValueError
             f"action{path_text(path)} is a dict {_short(action)}, but the action space {space} "
             f"expects an array of shape {space.shape}")
     try:
@@ -113,7 +113,7 @@ def _check_leaf(space: spaces.Space, action: Any, path: tuple) -> None:
 
 def _check_dict(space: spaces.Dict, action: Any, path: tuple) -> None:
     if not isinstance(action, dict):
-        raise ValueError(  # noqa: TRY004 (API.md: an action of the wrong structure is a ValueError)
+        raise ValueError(  # API.md: a wrong action is a ValueError
             f"action{path_text(path)} is {_short(action)}, but the action space expects a dict "
                          f"with keys {list(space.spaces)} ({_brief(space)})")
     missing = [k for k in space.spaces if k not in action]
@@ -148,7 +148,7 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
         array([0, 2])
         >>> check_actions(spaces.Discrete(3), {"a": [0, 1]}, num_envs=2)
         Traceback (most recent call last):
-        ValueError: step_async(): received a dict of actions, but the action space Discrete(3) is not a Dict space; pass one action per env (a sequence of 2)
+        ValueError: step_async(): received a dict of actions, but the action space Discrete(3) is not a Dict ...
     """
     if isinstance(actions, dict):
         actions = _split_dict_of_batches(space, actions, num_envs, method)
@@ -172,7 +172,7 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
 
 def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, method: str) -> list[dict]:
     if not isinstance(space, spaces.Dict):
-        raise ValueError(  # noqa: TRY004 (API.md: an action of the wrong structure is a ValueError)
+        raise ValueError(  # API.md: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
                          f"space; pass one action per env (a sequence of {num_envs})")
     counts = {k: len(v) if hasattr(v, "__len__") else None for k, v in actions.items()}
@@ -182,7 +182,7 @@ def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, me
 
 
 def _fixed_actions(space: spaces.Space, actions: Any, num_envs: int, method: str) -> np.ndarray:
-    expected = (num_envs, *space.shape)
+    expected = (num_envs, *(space.shape or ()))  # a fixed leaf always has a shape
     if any(isinstance(a, dict) for a in (actions if isinstance(actions, (list, tuple)) else ())):
         raise ValueError(f"{method}(): received dict actions, but the action space {space} expects arrays: "
                          f"actions of shape {expected}")

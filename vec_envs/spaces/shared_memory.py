@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.spaces.batching import BatchBuffers, leaf_shape
 from vec_envs.subproc.doorbell import SLOTS
 
 __all__ = ["SharedBuffers", "map_buffers"]
@@ -48,7 +48,7 @@ def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int, door
 
     buffers = BatchBuffers.allocate(space, n, allocate)
     leaf = _action_leaf(action_space)
-    actions = None if leaf is None else allocate((n, *leaf.shape), np.dtype(leaf.dtype))
+    actions = None if leaf is None else allocate((n, *leaf_shape(leaf)), np.dtype(leaf.dtype))
     bells = allocate((doorbells, SLOTS), np.dtype(np.int64)) if doorbells else None
     return buffers, actions, bells, max(offset, 1)
 
@@ -78,7 +78,7 @@ class SharedBuffers:
     through the pipes); ``doorbells`` holds one ``Doorbell`` row per worker if asked for.
 
     Example:
-        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)  # doctest: +SKIP
+        >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)
         >>> shared.buffers.obs.shape, shared.actions.shape       # pass fd/size to workers
         ((8, 4), (8,))
         >>> shared.close()

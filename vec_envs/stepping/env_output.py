@@ -59,7 +59,7 @@ def check_step_result(result: Any, env_index: int, method: str = "step") -> tupl
         (0, 1.0, False, False, {})
         >>> check_step_result((0, None, False, False, {}), env_index=3)
         Traceback (most recent call last):
-        vec_envs.stepping.env_output.EnvOutputError: env 3 returned reward None (NoneType) from step(); expected a real number (float, int or NumPy scalar)
+        vec_envs.stepping.env_output.EnvOutputError: env 3 returned reward None (NoneType) from step(); expected ...
     """
     if not isinstance(result, tuple) or len(result) != 5:
         raise _refuse(env_index, method, "the result", result,

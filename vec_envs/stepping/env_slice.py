@@ -67,15 +67,17 @@ class EnvSlice:
     """Envs ``first_index, first_index + 1, ...`` stepped in series into shared buffers.
 
     Example:
-        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)   # doctest: +SKIP
+        >>> import gymnasium as gym
+        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)
         >>> infos = s.reset([0, 1]); s.buffers.obs.shape
         (2, 4)
+        >>> s.close()
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int = 0) -> None:
         self.first_index = first_index
         self._running: Any = None  # where to say which env runs (see track_running)
-        self.envs = [self._call(k, "__init__", lambda fn=fn: as_gymnasium_env(fn()))
+        self.envs = [self._call(k, "__init__", lambda: as_gymnasium_env(fn()))
                      for k, fn in enumerate(env_fns)]
         self.observation_space = self.envs[0].observation_space
         self.action_space = self.envs[0].action_space
@@ -173,13 +175,13 @@ class EnvSlice:
         return info
 
     def get_attr(self, name: str, ks: Sequence[int]) -> list[Any]:
-        return [self._call(k, "get_attr", lambda k=k: env_attr(self.envs[k], name)) for k in ks]
+        return [self._call(k, "get_attr", lambda: env_attr(self.envs[k], name)) for k in ks]
 
     def set_attr(self, name: str, value: Any, ks: Sequence[int]) -> list[None]:
-        return [self._call(k, "set_attr", lambda k=k: set_env_attr(self.envs[k], name, value)) for k in ks]
+        return [self._call(k, "set_attr", lambda: set_env_attr(self.envs[k], name, value)) for k in ks]
 
     def env_method(self, name: str, args: tuple, kwargs: dict, ks: Sequence[int]) -> list[Any]:
-        return [self._call(k, name, lambda k=k: env_attr(self.envs[k], name)(*args, **kwargs))
+        return [self._call(k, name, lambda: env_attr(self.envs[k], name)(*args, **kwargs))
                 for k in ks]
 
     def env_is_wrapped(self, wrapper_class: type, ks: Sequence[int]) -> list[bool]:
@@ -187,7 +189,7 @@ class EnvSlice:
 
     def get_states(self, ks: Sequence[int]) -> list[Any]:
         """A snapshot of each env ``k`` in ``ks`` (see ``vec_envs.planning.env_state``)."""
-        return [self._call(k, "get_state", lambda k=k: get_env_state(self.envs[k], self.first_index + k))
+        return [self._call(k, "get_state", lambda: get_env_state(self.envs[k], self.first_index + k))
                 for k in ks]
 
     def set_states(self, states: Sequence[Any], ks: Sequence[int]) -> None:
@@ -216,7 +218,7 @@ class EnvSlice:
         return new_state, reward, terminated, truncated, info
 
     def get_images(self) -> list[np.ndarray]:
-        return [self._call(k, "render", lambda k=k: self._image(k)) for k in range(len(self.envs))]
+        return [self._call(k, "render", lambda: self._image(k)) for k in range(len(self.envs))]
 
     def _image(self, k: int) -> np.ndarray:
         env = self.envs[k]

@@ -53,9 +53,10 @@ class SubprocVecEnv(WorkerVecEnv):
     (see ``spin_wait.py``).
 
     Example:
-        >>> venv = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 64)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                     # (64, 4)
+        >>> import gymnasium as gym
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
     """
 
     worker_class = SubprocWorker
@@ -72,7 +73,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         if step_in_parent is None:
-            step_in_parent = in_series == "auto" and timeout is None and resolve_in_series("auto", len(env_fns)) < len(env_fns)
+            step_in_parent = (in_series == "auto" and timeout is None
+                              and resolve_in_series("auto", len(env_fns)) < len(env_fns))
         processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) + (not step_in_parent)
         self._spin = processes <= available_cpus()
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
@@ -94,7 +96,7 @@ class SubprocVecEnv(WorkerVecEnv):
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
         worker, shared = self.workers[w], self._shared
-        if shared is None or worker.is_local:
+        if shared is None or not isinstance(worker, SubprocWorker):  # the parent's own slice
             return
         if shared.doorbells is not None:
             Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0

@@ -74,6 +74,7 @@ def _answer_doorbell(conn: Connection, server: SliceServer, seq: int) -> None:
     quiet = ok and not result[0] and not result[1]
     if not quiet:
         _reply(conn, (ok, result), Command.STEP)
+    assert server.doorbell is not None, "a doorbell request comes from the doorbell"
     server.doorbell.answer(seq, has_message=not quiet)
 
 
@@ -161,8 +162,17 @@ class SubprocWorker(Worker):
     """A worker process stepping envs ``first_index:stop`` in series.
 
     Example:
-        >>> w = SubprocWorker(mp.get_context("spawn"), 0, env_fns, 0, 4)   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); w.recv()
+        >>> import gymnasium as gym
+        >>> w = SubprocWorker(mp.get_context("spawn"), 0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2)
+        >>> w.send(Command.GET_SPACES, None)
+        >>> SubprocWorker.wait([w], timeout=60) == [w]
+        True
+        >>> ok, (observation_space, action_space) = w.recv()
+        >>> ok, action_space
+        (True, Discrete(2))
+        >>> w.send(Command.CLOSE, None); _ = SubprocWorker.wait([w], timeout=60); w.recv()
+        (True, None)
+        >>> w.shutdown(timeout=10)
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
@@ -174,7 +184,8 @@ class SubprocWorker(Worker):
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
-        self.process = ctx.Process(
+        # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
+        self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
             args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin),
         )
@@ -200,7 +211,7 @@ class SubprocWorker(Worker):
             raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
 
     def recv(self) -> tuple[bool, Any]:
-        if self._bell_seq:
+        if self._bell_seq and self.bell is not None:
             seq, self._bell_seq = self._bell_seq, 0
             if self.bell.answered(seq) and not self.bell.has_message():
                 return True, ({}, {}, None)  # stepped, nothing to say: all is in shared memory
@@ -216,7 +227,7 @@ class SubprocWorker(Worker):
         raise WorkerDied(_describe_exit(self.process.exitcode))
 
     @classmethod
-    def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:
+    def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:
         start = time.perf_counter()
         budget = max(w.spin.budget() for w in workers)
         ready = spin_until(lambda: [w for w in workers if w._ready()],
@@ -228,7 +239,7 @@ class SubprocWorker(Worker):
         return ready
 
     @staticmethod
-    def _sleep_until_ready(workers: Sequence["SubprocWorker"], deadline: float | None) -> list["SubprocWorker"]:
+    def _sleep_until_ready(workers: Sequence[SubprocWorker], deadline: float | None) -> list[SubprocWorker]:
         """Sleep on pipes and process sentinels; doze and look again while a doorbell is out."""
         by_handle = {}
         for w in workers:
@@ -247,7 +258,7 @@ class SubprocWorker(Worker):
 
     def _ready(self) -> bool:
         """The reply is there: the doorbell was answered, or a message waits in the pipe."""
-        if self._bell_seq:
+        if self._bell_seq and self.bell is not None:
             return self.bell.answered(self._bell_seq)
         return self._has_message()
 

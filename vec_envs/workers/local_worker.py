@@ -30,12 +30,14 @@ class LocalWorker(Worker):
         self._command = (command, payload)
 
     def recv(self) -> tuple[bool, Any]:
+        if self._command is None:
+            raise RuntimeError(f"LocalWorker {self.index}: recv() without a command sent")
         command, payload = self._command
         self._command = None
         return self.server.handle(command, payload)
 
     @classmethod
-    def wait(cls, workers: Sequence[Worker], timeout: float | None) -> list[Worker]:
+    def wait(cls, workers: Sequence[LocalWorker], timeout: float | None) -> list[LocalWorker]:
         return list(workers)
 
     def shutdown(self, timeout: float) -> None:

@@ -49,7 +49,7 @@ class WorkerFailure:
     traceback: str
 
     @classmethod
-    def from_exception(cls, exc: BaseException, method: str) -> "WorkerFailure":
+    def from_exception(cls, exc: BaseException, method: str) -> WorkerFailure:
         env_index = None
         if isinstance(exc, EnvCallFailed):
             env_index, method = exc.env_index, exc.method
@@ -62,8 +62,13 @@ class SliceServer:
     """Builds a slice of envs and answers the parent's commands about it.
 
     Example:
-        >>> server = SliceServer(env_fns, first_index=4)          # doctest: +SKIP
-        >>> ok, result = server.handle(Command.RESET, [None] * len(env_fns))
+        >>> import gymnasium as gym
+        >>> server = SliceServer([lambda: gym.make("CartPole-v1")] * 2, first_index=4)
+        >>> ok, (infos, arrays) = server.handle(Command.RESET, [0, 1])
+        >>> ok, arrays[0].shape                     # observations of envs 4 and 5
+        (True, (2, 4))
+        >>> server.handle(Command.CLOSE, None)
+        (True, None)
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
@@ -78,22 +83,29 @@ class SliceServer:
             self.slice = EnvSlice(env_fns, first_index)
         except Exception as exc:  # reported on the first command: the worker must not die
             self.startup_failure = WorkerFailure.from_exception(exc, "__init__")
-        self._handlers: dict[Command, Callable[[Any], Any]] = {
+        self._handlers: dict[int, Callable[[Any], Any]] = {  # Command is an int: a raw int finds it
             Command.GET_SPACES: self._get_spaces,
             Command.ATTACH_SHARED: self._attach_shared,
             Command.RESET: self._reset,
             Command.STEP: self._step,
             Command.RESET_ONE: self._reset_one,
-            Command.GET_ATTR: lambda p: self.slice.get_attr(*p),
-            Command.SET_ATTR: lambda p: self.slice.set_attr(*p),
-            Command.ENV_METHOD: lambda p: self.slice.env_method(*p),
-            Command.ENV_IS_WRAPPED: lambda p: self.slice.env_is_wrapped(*p),
-            Command.GET_IMAGES: lambda p: self.slice.get_images(),
+            Command.GET_ATTR: lambda p: self.envs.get_attr(*p),
+            Command.SET_ATTR: lambda p: self.envs.set_attr(*p),
+            Command.ENV_METHOD: lambda p: self.envs.env_method(*p),
+            Command.ENV_IS_WRAPPED: lambda p: self.envs.env_is_wrapped(*p),
+            Command.GET_IMAGES: lambda p: self.envs.get_images(),
             Command.CLOSE: self._close,
-            Command.GET_STATES: lambda p: self.slice.get_states(p),
-            Command.SET_STATES: lambda p: self.slice.set_states(*p),
+            Command.GET_STATES: lambda p: self.envs.get_states(p),
+            Command.SET_STATES: lambda p: self.envs.set_states(*p),
             Command.STEP_BATCH: self._step_batch,
         }
+
+    @property
+    def envs(self) -> EnvSlice:
+        """The slice; ``handle`` answers with the startup failure before any handler needs it."""
+        if self.slice is None:
+            raise RuntimeError("this worker's envs failed to start or are closed")
+        return self.slice
 
     def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
         """Run one command; never raises: failures become ``(False, WorkerFailure)``."""
@@ -109,46 +121,47 @@ class SliceServer:
             return False, WorkerFailure.from_exception(exc, Command(command).name.lower())
 
     def _get_spaces(self, _: Any) -> tuple:
-        return self.slice.observation_space, self.slice.action_space
+        return self.envs.observation_space, self.envs.action_space
 
     def _attach_shared(self, payload: tuple) -> None:
         space, action_space, n, start, size, doorbells, worker_index, fd = payload
         self._region, full, actions, bells = map_buffers(space, action_space, n, doorbells, fd, size)
-        stop = start + len(self.slice)
+        stop = start + len(self.envs)
         self.attach(full.view(start, stop), None if actions is None else actions[start:stop])
         self.doorbell = None if bells is None else Doorbell(bells[worker_index])
 
     def attach(self, buffers: Any, actions: Any = None) -> None:
         """Step into ``buffers`` (views the parent reads); read actions from ``actions``."""
-        self.slice.attach(buffers)
+        self.envs.attach(buffers)
         self._actions = actions
         self.shared = True
 
     def _arrays(self) -> tuple | None:
-        buffers = self.slice.buffers
+        buffers = self.envs.buffers
         return None if self.shared else (buffers.obs, buffers.rewards, buffers.dones)
 
     def _reset(self, seeds: Sequence[int | None] | None) -> tuple:
-        infos = self.slice.reset(seeds)
+        infos = self.envs.reset(seeds)
         return list(infos), self._arrays()
 
     def _step(self, actions: Sequence[Any] | None) -> tuple:
         if actions is None:  # the parent wrote them to shared memory
             actions = self._actions.copy()
-        infos = self.slice.step(actions)
+        envs = self.envs
+        infos = envs.step(actions)
         sparse = {k: info for k, info in enumerate(infos) if info}
-        reset_infos = self.slice.reset_infos
-        dones = self.slice.buffers.dones
+        reset_infos = envs.reset_infos
+        dones = envs.buffers.dones
         new_reset_infos = {k: reset_infos[k] for k in range(len(infos)) if dones[k] and reset_infos[k]}
         return sparse, new_reset_infos, self._arrays()
 
     def _reset_one(self, payload: tuple) -> tuple:
         k, seed = payload
-        return self.slice.reset_one(k, seed), self.slice.reset_infos[k]
+        return self.envs.reset_one(k, seed), self.envs.reset_infos[k]
 
     def _step_batch(self, payload: tuple) -> tuple:
         actions, states, dts, return_states = payload
-        return self.slice.step_batch(actions, states, dts, return_states), self._arrays()
+        return self.envs.step_batch(actions, states, dts, return_states), self._arrays()
 
     def _close(self, _: Any) -> None:
         if self.slice is not None:

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from vec_envs.workers.protocol import Command
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Worker", "WorkerDied"]
 
@@ -45,7 +48,7 @@ class Worker(ABC):
 
     @classmethod
     @abstractmethod
-    def wait(cls, workers: Sequence["Worker"], timeout: float | None) -> list["Worker"]:
+    def wait(cls, workers: Sequence[Self], timeout: float | None) -> list[Self]:
         """Block until some of ``workers`` have a reply or died; [] after ``timeout``."""
 
     @abstractmethod

@@ -170,6 +170,8 @@ class WorkerVecEnv(VecEnvBase):
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = self.worker_class.wait([self.workers[w] for w in waiting], remaining)
             if not ready:
+                if timeout is None:  # no deadline: [] was a spurious wake-up, wait on
+                    continue
                 raise self._timeout_error(waiting, method, timeout)
             for worker in ready:
                 try:
@@ -180,7 +182,7 @@ class WorkerVecEnv(VecEnvBase):
                 waiting.remove(worker.index)
         return {w: self._replies.pop(w) for w in ws}
 
-    def _timeout_error(self, waiting: list[int], method: str, timeout: float | None) -> EnvTimeoutError:
+    def _timeout_error(self, waiting: list[int], method: str, timeout: float) -> EnvTimeoutError:
         busy = [i for w in waiting for i in self.workers[w].env_indices]
         return EnvTimeoutError(
             f"{type(self).__name__}.{method}: envs {busy} (workers {waiting}) did not answer within "
@@ -412,7 +414,8 @@ class WorkerVecEnv(VecEnvBase):
         finally:
             for worker in self.workers:
                 worker.shutdown(CLOSE_TIMEOUT_S)
-            self.buffers = self._shared_actions = None  # drop our views: shared memory is unmapped now
+            vars(self).pop("buffers", None)  # drop our views: shared memory is unmapped now
+            self._shared_actions = None
             self._finalizer()
         if failure is not None:
             raise failure
