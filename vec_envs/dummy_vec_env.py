@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import sys
+from collections import deque
 from typing import Any, Sequence
 
 import numpy as np
 
-from vec_envs.spaces.batching import copy_obs
+from vec_envs.spaces.batching import copy_obs, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.errors import EnvCallFailed
-from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["DummyVecEnv"]
@@ -30,6 +31,9 @@ class DummyVecEnv(VecEnvBase):
         env_fns: one zero-argument factory per env.
         copy: return fresh observation arrays (True) or views of the internal buffer,
             valid until the next step / reset (False).
+        batch_size: envs per ``recv`` (None: all). In series nothing finishes early, so
+            ``recv`` is round robin: it steps and returns the ``batch_size`` envs in flight
+            that were sent longest ago (envs sent together in the order of their ids).
 
     An env's exception reaches the caller as itself, with a note naming the env index.
 
@@ -40,18 +44,20 @@ class DummyVecEnv(VecEnvBase):
         (8, 4)
     """
 
-    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True) -> None:
+    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True, batch_size: int | None = None) -> None:
         if len(env_fns) == 0:
             raise ValueError("DummyVecEnv: env_fns is empty (expected at least one env factory)")
         try:
             self.slice = EnvSlice(env_fns)
         except EnvCallFailed as failure:
             raise _unwrap_failure(failure, "DummyVecEnv") from None
-        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space)
+        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size)
         self.envs = self.slice.envs
         self.copy = copy
         self.reset_infos = self.slice.reset_infos
         self._actions: Any = None
+        #: envs in flight, sent longest ago first: (env index, ("reset", seed) or ("step", action))
+        self._queue: deque[tuple[int, tuple[str, Any]]] = deque()
 
     def _out(self) -> VecEnvObs:
         obs = self.slice.buffers.obs
@@ -77,6 +83,31 @@ class DummyVecEnv(VecEnvBase):
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         return self._run(self.slice.reset_one, index, seed)
+
+    # ------------------------------------------------------- asynchronous batches
+    def _async_reset(self, seeds: list[int | None] | None) -> None:
+        self._queue.clear()
+        self._queue.extend((i, ("reset", None if seeds is None else seeds[i])) for i in range(self.num_envs))
+
+    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        self._queue.extend((int(i), ("step", actions[j])) for j, i in enumerate(env_ids))
+
+    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        batch = [self._queue.popleft() for _ in range(count)]
+        env_ids = np.fromiter((i for i, _ in batch), np.int64, count)
+        try:
+            infos = [self._advance(i, kind, value) for i, (kind, value) in batch]
+        except EnvCallFailed as failure:
+            self._queue.clear()
+            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        buffers = self.slice.buffers
+        return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids
+
+    def _advance(self, i: int, kind: str, value: Any) -> dict[str, Any]:
+        """Reset (with seed ``value``) or step (with action ``value``) env ``i``; its info."""
+        if kind == "reset":
+            return dict(self.slice.reset_env(i, value))
+        return self.slice.step_env(i, value)
 
     def _run(self, fn: Any, *args: Any) -> Any:
         try:

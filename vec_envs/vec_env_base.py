@@ -7,14 +7,15 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
+from vec_envs.async_envs import AsyncEnvs, check_batch_size
+from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.planning.env_state import EnvState
 from vec_envs.spaces.checks import check_actions
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
-from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
 
@@ -23,6 +24,8 @@ PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its 
            "call {pending}_wait() first")
 NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
 RENDER_MODES = ("human", "rgb_array")
+NO_ASYNC = ("{cls}.{method}(): {cls} has no asynchronous batches (recv/send); use step(), or a "
+            "backend that has them")
 NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
              "whose observations skip this wrapper's processing")
 
@@ -31,9 +34,15 @@ class VecEnvBase(ABC):
     """``num_envs`` copies of one environment, stepped as a batch (baselines-style API).
 
     The base owns the control flow; a backend fills in the hooks ``_reset``,
-    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods.
+    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods,
+    and for asynchronous batches ``_async_reset``, ``_recv`` and ``_send``.
     ``step`` is ``step_async`` + ``step_wait``; ``close`` is idempotent and calls
     ``close_extras``; ``render`` tiles ``get_images()``.
+
+    Asynchronous batches (EnvPool-style): ``async_reset()`` starts every env, ``recv()``
+    returns the first ``batch_size`` envs whose reset or step has finished, with their
+    ``env_ids``, and ``send(actions, env_ids)`` steps those envs again. The base checks
+    every call (which envs are in flight, which await their send) before a hook runs.
 
     Example:
         >>> import gymnasium as gym
@@ -51,9 +60,12 @@ class VecEnvBase(ABC):
         super().__init_subclass__(**kwargs)
         guard_methods(cls)  # one caller at a time, whatever the subclass overrides
 
-    def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space,
+                 batch_size: int | None = None) -> None:
         self._call_guard = CallGuard()
         self.num_envs = num_envs
+        self.batch_size = check_batch_size(batch_size, num_envs, type(self).__name__)
+        self._async = AsyncEnvs(type(self).__name__, num_envs, self.batch_size)
         self.observation_space = observation_space
         self.action_space = action_space
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
@@ -100,6 +112,19 @@ class VecEnvBase(ABC):
     def get_images(self) -> list[np.ndarray]:
         """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
 
+    def _async_reset(self, seeds: list[int | None] | None) -> None:
+        """Start resetting every env (env i with ``seeds[i]`` when given); return at once."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="async_reset"))
+
+    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        """The first ``count`` envs whose reset or step finished: ``(obs, rewards, dones,
+        infos, env_ids)``, rows in ``env_ids`` order; EnvTimeoutError after ``timeout``."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="recv"))
+
+    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        """Start stepping env ``env_ids[j]`` with ``actions[j]`` (validated, one per env)."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="send"))
+
     def _get_states(self, indices: list[int]) -> list[Any]:
         """Snapshots of the envs ``indices`` (backends that keep envs implement it)."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="get_states"))
@@ -121,12 +146,14 @@ class VecEnvBase(ABC):
         """Reset every env; returns the batched first observations (seeds from ``seed()``)."""
         self._check_idle("reset")
         seeds, self._seeds = self._seeds, None
+        self._async.clear()
         return self._reset(seeds)
 
     def step_async(self, actions: Any) -> None:
         """Start a step with one action per env."""
         self._check_idle("step_async")
         actions = self._check_actions(actions)
+        self._async.clear()
         self._step_async(actions)
         self._pending = "step"
 
@@ -152,6 +179,60 @@ class VecEnvBase(ABC):
         """``step_async(actions)`` then ``step_wait()``."""
         self.step_async(actions)
         return self.step_wait()
+
+    # ------------------------------------------------------- asynchronous batches
+    def async_reset(self) -> None:
+        """Start resetting every env (seeds from ``seed()``); ``recv`` returns them as they finish.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4, batch_size=2)
+            >>> venv.async_reset()
+            >>> obs, rewards, dones, infos, env_ids = venv.recv()   # reset rows: reward 0
+            >>> obs.shape, env_ids.tolist()
+            ((2, 4), [0, 1])
+            >>> venv.send(np.zeros(2, int), env_ids)                # step envs 0 and 1 again
+            >>> venv.recv()[4].tolist()                             # the two sent longest ago
+            [2, 3]
+            >>> venv.close()
+        """
+        self._check_idle("async_reset")
+        seeds, self._seeds = self._seeds, None
+        self._async.clear()
+        self._async_reset(seeds)
+        self._async.start_all()
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The first ``batch_size`` envs whose reset or step finished.
+
+        Returns ``(obs, rewards, dones, infos, env_ids)``: rows in the order of
+        ``env_ids`` (an int64 array); an env's first row after ``async_reset`` is its reset
+        observation with reward 0, done False and its reset info. Auto-reset and infos
+        are as in ``step``. Raises NoAsyncCallError at once when fewer than
+        ``batch_size`` envs are in flight, EnvTimeoutError (naming the busy envs) after
+        ``timeout`` seconds (None: no limit; the envs stay in flight).
+        """
+        self._check_no_lockstep_call("recv")
+        self._async.check_recv()
+        try:
+            obs, rewards, dones, infos, env_ids = self._recv(self.batch_size, timeout)
+        except EnvTimeoutError:
+            raise  # still in flight: the caller may recv again
+        except BaseException:
+            self._async.clear()  # the round is over: reset() or async_reset() starts anew
+            raise
+        self._async.returned(env_ids)
+        return obs, rewards, dones, infos, env_ids
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        """Step env ``env_ids[j]`` with ``actions[j]``; ``env_ids`` must be envs returned by
+        ``recv`` and not sent to since (anything else raises ValueError naming them)."""
+        self._check_no_lockstep_call("send")
+        ids = self._async.check_send(env_ids)
+        actions = self._check_actions(actions, "send", ids)
+        self._send(actions, ids)
+        self._async.sent(ids)
 
     def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
         """Seed the envs at the NEXT ``reset()``: env i gets ``seed + i`` (or ``seed[i]``).
@@ -248,7 +329,7 @@ class VecEnvBase(ABC):
         if mode == "human" and self._viewer is None:
             from vec_envs.rendering.opencv_viewer import OpenCVViewer
 
-            self._viewer = OpenCVViewer(f"vec_envs: {type(self).__name__} {id(self):x}")
+            self._viewer = OpenCVViewer(f"vec_envs: {self.num_envs} envs")
         img = tile_images(self.get_images())
         if mode == "rgb_array":
             return img
@@ -286,6 +367,10 @@ class VecEnvBase(ABC):
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
 
     def _check_idle(self, method: str) -> None:
+        self._check_no_lockstep_call(method)
+        self._async.check_none_in_flight(method)
+
+    def _check_no_lockstep_call(self, method: str) -> None:
         self._check_open(method)
         if self._pending is not None:
             raise AlreadyPendingCallError(
@@ -299,8 +384,12 @@ class VecEnvBase(ABC):
     def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
         return resolve_indices(indices, self.num_envs, method)
 
-    def _check_actions(self, actions: Any, method: str = "step_async") -> Any:
-        return check_actions(self.action_space, actions, self.num_envs, method)
+    def _check_actions(self, actions: Any, method: str = "step_async", env_ids: np.ndarray | None = None) -> Any:
+        """One action per env (per env of ``env_ids`` when given), checked against the action space."""
+        if env_ids is None:
+            return check_actions(self.action_space, actions, self.num_envs, method)
+        return check_actions(self.action_space, actions, len(env_ids), method,
+                             per=f"one per env of env_ids {env_ids.tolist()}")
 
 
 def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:

@@ -20,6 +20,7 @@ import functools
 import importlib
 import inspect
 import json
+import multiprocessing
 import os
 import time
 from typing import Any, Callable, SupportsFloat
@@ -330,9 +331,12 @@ class EpisodeMonitor(gym.Wrapper):
 # ------------------------------------------------------------------ building
 def _import_ale() -> None:
     try:
-        importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
+        ale_py = importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
     except ImportError as exc:
         raise ImportError(NO_ALE) from exc
+    if multiprocessing.parent_process() is not None:
+        # ALE prints its banner once per process: a worker leaves it to the parent
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
 
 
 def _atari_games() -> dict[str, str]:
@@ -456,13 +460,13 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
                         f"{exc}") from None
 
 
-def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
+def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
                    vec_env_cls: Callable[..., VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
                    monitor_dir: str | None = None) -> VecEnvBase:
-    """``num_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
+    """``n_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
     ``VecFrameStack``).
 
     Every env reports ``infos[i]["episode"] = {"r", "l", "t"}`` at a real game over, with
@@ -470,7 +474,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Args:
         env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
-        num_envs: number of envs.
+        n_envs: number of envs (the keyword of SB3's ``make_atari_env``).
         seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
         vec_env_cls: the backend; default ``SubprocVecEnv``.
         vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
@@ -481,12 +485,12 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Example:
         >>> from wrappers import VecFrameStack
-        >>> with VecFrameStack(make_atari_env("Breakout", 2, seed=0), n_stack=4) as venv:
+        >>> with VecFrameStack(make_atari_env("Breakout", n_envs=2, seed=0), n_stack=4) as venv:
         ...     venv.reset().shape
         (2, 84, 84, 4)
     """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")
+    if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
+        raise ValueError(f"make_atari_env: n_envs must be a positive int, received {n_envs!r}")
     resolved_id = resolve_atari_id(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
@@ -498,7 +502,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
-                     for i in range(int(num_envs))]
+                     for i in range(int(n_envs))]
     env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
                for monitor_file in monitor_files]
     venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))

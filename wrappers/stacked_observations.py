@@ -1,6 +1,7 @@
 """StackedObservations: the last ``n_stack`` observations of every env, along the channels."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Mapping, TypeGuard
 
 import numpy as np
@@ -145,6 +146,31 @@ class StackedObservations:
         buf[self._newest] = obs
         return buf.copy(), stacked_terminal
 
+    def update_envs(self, env_ids: np.ndarray, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any],
+                    fresh: np.ndarray) -> tuple[Any, dict[int, Any]]:
+        """Push one observation into the histories of envs ``env_ids`` only (a ``recv``).
+
+        Row j of ``obs``, ``dones`` and ``fresh`` (an env's first row since an async reset:
+        its history starts from zeros, like ``reset``) belongs to env ``env_ids[j]``;
+        ``terminal`` maps rows to terminal observations. Returns the stacked rows and
+        row -> stacked terminal observation, as ``update`` does for the whole batch.
+        """
+        if self.sub is not None:
+            return self._update_dict(obs, dones, terminal, lambda stack, o, d, t: stack.update_envs(
+                env_ids, o, d, t, fresh))
+        rows = self.stacked_obs[env_ids]  # a copy: shifted, then written back
+        flat, shift = rows.reshape(len(rows), -1), self._shift
+        flat[:, :-shift] = flat[:, shift:]
+        stacked_terminal = {}
+        for j, last in terminal.items():
+            row = rows[j].copy()
+            row[self._newest_row] = last
+            stacked_terminal[j] = row
+        rows[dones | fresh] = 0
+        rows[self._newest] = obs
+        self.stacked_obs[env_ids] = rows
+        return rows, stacked_terminal
+
     def _shift_in_place(self) -> None:
         """Move every stack one observation towards the oldest slot.
 
@@ -157,10 +183,12 @@ class StackedObservations:
         flat, shift = self._flat, self._shift
         flat[:-shift] = flat[shift:]
 
-    def _update_dict(self, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any]) -> tuple[Any, dict[int, Any]]:
+    def _update_dict(self, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any],
+                     update: Callable[..., tuple[Any, dict[int, Any]]] = lambda stack, o, d, t: stack.update(o, d, t),
+                     ) -> tuple[Any, dict[int, Any]]:
         stacked, stacked_terminal = {}, {i: dict(last) for i, last in terminal.items()}
         for key, stack in (self.sub or {}).items():
-            stacked[key], parts = stack.update(obs[key], dones, {i: last[key] for i, last in terminal.items()})
+            stacked[key], parts = update(stack, obs[key], dones, {i: last[key] for i, last in terminal.items()})
             for i, part in parts.items():
                 stacked_terminal[i][key] = part
         return stacked, stacked_terminal

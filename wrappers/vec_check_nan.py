@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -77,23 +77,25 @@ class VecCheckNan(VecEnvWrapper):
         self._user_warned = False
 
     def step_async(self, actions: Any) -> None:
-        self._check_action_values(actions)
+        self._check_action_values(actions, "before step")
         self.venv.step_async(actions)
 
-    def _check_action_values(self, actions: Any) -> None:
-        """Actions as a batch (array, dict of batches) or one per env (list of dicts, ...)."""
+    def _check_action_values(self, actions: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Actions as a batch (array, dict of batches) or one per env (list of dicts, ...);
+        row j is env ``env_ids[j]`` (env j if None)."""
         if isinstance(actions, (np.ndarray, dict)):
-            self._check_batch("action", actions, "before step")
+            self._check_batch("action", actions, when, env_ids)
             return
         try:
             batch = np.asarray(actions)
         except ValueError:  # ragged: per-env actions of different shapes
             batch = None
         if batch is not None and batch.dtype != object:
-            self._check_batch("action", batch, "before step")
+            self._check_batch("action", batch, when, env_ids)
             return
-        for i, action in enumerate(actions):
-            self._check_single(i, "action", action, "before step")
+        for j, action in enumerate(actions):
+            index = j if env_ids is None or len(env_ids) != len(actions) else int(env_ids[j])
+            self._check_single(index, "action", action, when)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
@@ -103,6 +105,20 @@ class VecCheckNan(VecEnvWrapper):
             if "terminal_observation" in infos[i]:
                 self._check_single(int(i), "terminal_observation", infos[i]["terminal_observation"], "after step")
         return obs, rewards, dones, infos
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        self._check_action_values(actions, "before send", np.asarray(env_ids))
+        self.venv.send(actions, env_ids)
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        self._check_batch("observation", obs, "after recv", env_ids)
+        self._check_batch("reward", rewards, "after recv", env_ids)
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                self._check_single(int(env_ids[j]), "terminal_observation", infos[j]["terminal_observation"],
+                                   "after recv")
+        return obs, rewards, dones, infos, env_ids
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
@@ -114,11 +130,14 @@ class VecCheckNan(VecEnvWrapper):
         self._check_single(index % self.num_envs, "observation", obs, "after reset_single_env")
         return obs
 
-    def _check_batch(self, name: str, batch: Any, when: str) -> None:
+    def _check_batch(self, name: str, batch: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Report bad values in a batch; row j is env ``env_ids[j]`` (env j if None)."""
         for path, leaf in _leaves(batch):
             found = _bad_rows(leaf, self.check_inf)
             if found is not None:
                 kind, rows = found
+                if env_ids is not None and env_ids.shape == (len(leaf),):
+                    rows = env_ids[rows]
                 message = FOUND.format(field=name + path, index=int(rows[0]), kind=kind, when=when)
                 if len(rows) > 1:
                     message += ALSO.format(kind=kind, indices=rows.tolist())

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 from wrappers.stacked_observations import ChannelsOrder, StackedObservations
@@ -55,6 +55,17 @@ class VecFrameStack(VecEnvWrapper):
         for i, last in stacked_terminal.items():
             infos[i]["terminal_observation"] = last
         return stacked, rewards, dones, infos
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch, each env stacked with its own history (one per env id)."""
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        terminal = {int(j): infos[j]["terminal_observation"] for j in np.flatnonzero(dones)
+                    if "terminal_observation" in infos[j]}
+        stacked, stacked_terminal = self.stacked_obs.update_envs(env_ids, obs, dones, terminal,
+                                                                 self._take_fresh(env_ids))
+        for j, last in stacked_terminal.items():
+            infos[j]["terminal_observation"] = last
+        return stacked, rewards, dones, infos, env_ids
 
     def reset_single_env(self, index: int) -> Any:
         return self.stacked_obs.reset_env(index, self.venv.reset_single_env(index))

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vec_envs.errors import VecEnvError
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -117,6 +117,19 @@ class VecMonitor(VecEnvWrapper):
         for i in np.flatnonzero(dones):
             infos[i]["episode"] = self._end_episode(int(i), infos[i])
         return obs, rewards, dones, infos
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch, with each env's episode counted on its own rows."""
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        fresh = self._take_fresh(env_ids)
+        self.episode_returns[env_ids[fresh]] = 0.0  # a reset row starts the env's episode
+        self.episode_lengths[env_ids[fresh]] = 0
+        stepped = env_ids[~fresh]
+        self.episode_returns[stepped] += rewards[~fresh]
+        self.episode_lengths[stepped] += 1
+        for j in np.flatnonzero(dones):
+            infos[j]["episode"] = self._end_episode(int(env_ids[j]), infos[j])
+        return obs, rewards, dones, infos, env_ids
 
     def _end_episode(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
         episode = {"r": round(float(self.episode_returns[i]), 6), "l": int(self.episode_lengths[i]),

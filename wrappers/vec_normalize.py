@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 from wrappers.running_mean_std import RunningMeanStd
@@ -137,6 +137,28 @@ class VecNormalize(VecEnvWrapper):
         scaled = self.normalize_reward(rewards)
         self.returns[dones] = 0.0
         return normalized, scaled, dones, infos
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch: statistics updated from its rows, each env's return its own.
+
+        A reset row (an env's first after ``async_reset``) enters the observation
+        statistics like ``reset``'s observations do and starts the env's return at 0.
+        """
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        fresh = self._take_fresh(env_ids)
+        self.old_obs, self.old_reward = obs, rewards
+        normalized = self._update_and_normalize(obs)
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                infos[j]["terminal_observation"] = self.normalize_obs(infos[j]["terminal_observation"])
+        self.returns[env_ids[fresh]] = 0.0
+        stepped = env_ids[~fresh]
+        if self.training and len(stepped):
+            self.returns[stepped] = self.returns[stepped] * self.gamma + rewards[~fresh]
+            self.ret_rms.update(self.returns[stepped])
+        scaled = self.normalize_reward(rewards)
+        self.returns[env_ids[dones]] = 0.0
+        return normalized, scaled, dones, infos, env_ids
 
     def reset_single_env(self, index: int) -> Any:
         obs = self.venv.reset_single_env(index)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from vec_envs.errors import VecEnvError
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -26,6 +26,9 @@ FOLDER_NOT_WRITABLE = "VecVideoRecorder: video_folder {folder!r} is not a writab
 FRAME_SIZE_CHANGED = ("VecVideoRecorder: frame {index} of {path} is {received} pixels (height, width), "
                       "but the clip started with {expected}; every frame of a clip must have one size")
 DEFAULT_FPS = 30
+NO_ASYNC = ("VecVideoRecorder.{method}(): a clip is one frame of all envs tiled per lock-step step, and "
+            "under recv/send the envs are at different steps; record with step()/reset(), or record "
+            "one env in its own lock-step VecEnv")
 
 
 def _missing_video_modules() -> list[str]:
@@ -173,6 +176,15 @@ class VecVideoRecorder(VecEnvWrapper):
         self.step_id += 1
         self._after_transition()
         return result
+
+    def async_reset(self) -> None:
+        raise NotImplementedError(NO_ASYNC.format(method="async_reset"))
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        raise NotImplementedError(NO_ASYNC.format(method="recv"))
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        raise NotImplementedError(NO_ASYNC.format(method="send"))
 
     def _after_transition(self) -> None:
         if self._writer is None:

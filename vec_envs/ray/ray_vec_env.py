@@ -88,6 +88,9 @@ class RayVecEnv(WorkerVecEnv):
             then report ``done=True`` and ``infos[i]["env_restarted"] = True``.
         max_restarts: restarts allowed over the life of the VecEnv before raising.
         copy: return fresh arrays (True) or views valid until the next step (False).
+        batch_size: envs per ``recv`` (None: all). ``send`` makes one remote call per actor
+            for the envs sent to it (envs sent while the actor is busy go in its next call);
+            ``recv`` waits on the calls out with one ``ray.wait``.
 
     Example:
         >>> import gymnasium as gym
@@ -103,7 +106,7 @@ class RayVecEnv(WorkerVecEnv):
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
                  scheduling: str = "spread", timeout: float | None = None, on_error: str = "raise",
-                 max_restarts: int = 10, copy: bool = True) -> None:
+                 max_restarts: int = 10, copy: bool = True, batch_size: int | None = None) -> None:
         if scheduling not in SCHEDULING:
             raise ValueError(f"scheduling must be one of {SCHEDULING}, received {scheduling!r}")
         if num_cpus_per_worker is not None and not num_cpus_per_worker >= 0:
@@ -120,7 +123,7 @@ class RayVecEnv(WorkerVecEnv):
             self._connect()
             in_series = resolve_in_series("auto", len(env_fns), int(self._ray.cluster_resources().get("CPU", 0)))
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout,
-                         on_error=on_error, max_restarts=max_restarts)
+                         on_error=on_error, max_restarts=max_restarts, batch_size=batch_size)
 
     def _connect(self) -> None:
         self.started_ray = connect_ray(self.address) or self.started_ray

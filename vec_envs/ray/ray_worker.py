@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import cloudpickle
 import numpy as np
@@ -16,10 +17,10 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from vec_envs.types import EnvFn
+from vec_envs.workers.protocol import Command, Outcome, SliceServer, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
-from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
-__all__ = ["SliceActor", "RayWorker"]
+__all__ = ["RayWorker", "SliceActor"]
 
 
 class SliceActor:
@@ -39,10 +40,10 @@ class SliceActor:
         else:
             self.server = SliceServer(env_fns, first_index)
 
-    def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
+    def handle(self, command: int, payload: Any) -> Outcome:
         """One command of the worker protocol; always replies."""
         if self.server is None:
-            return (True, None) if command == Command.CLOSE else (False, self.failure)
+            return Outcome(True, None) if command == Command.CLOSE else Outcome(False, self.failure)
         return self.server.handle(command, payload)
 
     def where(self) -> tuple[str, int]:
@@ -61,6 +62,8 @@ def writable(value: Any) -> Any:
         return {k: writable(v) for k, v in value.items()}
     if type(value) in (list, tuple):
         return type(value)(writable(v) for v in value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # the protocol's NamedTuples
+        return type(value)(*(writable(v) for v in value))
     return value
 
 
@@ -97,7 +100,7 @@ class RayWorker(Worker):
         >>> ok, action_space
         (True, Discrete(2))
         >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv()
-        (True, None)
+        Outcome(ok=True, value=None)
         >>> w.shutdown(timeout=10)
         >>> ray.shutdown()
     """
@@ -115,7 +118,7 @@ class RayWorker(Worker):
         self._command = command
         self._ref = self.actor.handle.remote(int(command), payload)
 
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         ref, self._ref = self._ref, None
         if ref is None:
             raise RuntimeError(f"RayWorker {self.index}: recv() without a command sent")
@@ -123,7 +126,7 @@ class RayWorker(Worker):
             return writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
             summary = str(exc).strip().splitlines()[-1]
-            return False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str)
+            return Outcome(False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str))
         except RayError as exc:  # the actor process, its node or the object is gone
             raise WorkerDied(describe_death(exc)) from exc
 

@@ -23,6 +23,7 @@ __all__ = [
     "get_row",
     "copy_obs",
     "slice_batch",
+    "take_rows",
     "write_rows",
 ]
 
@@ -161,6 +162,11 @@ def copy_obs(obs: Any) -> Any:
 def slice_batch(batch: VecEnvObs, start: int, stop: int) -> VecEnvObs:
     """Rows ``start:stop`` of every leaf (views for arrays)."""
     return _map(lambda leaf: leaf[start:stop], batch)
+
+
+def take_rows(batch: VecEnvObs, indices: np.ndarray) -> VecEnvObs:
+    """Rows ``indices`` of every leaf, in that order (copies; a list for list leaves)."""
+    return _map(lambda leaf: [leaf[i] for i in indices] if isinstance(leaf, list) else leaf[indices], batch)
 
 
 def write_rows(batch: VecEnvObs, start: int, rows: Any) -> None:

@@ -134,14 +134,16 @@ def _brief(space: spaces.Space) -> str:
     return str(space)
 
 
-def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str = "step_async") -> Any:
+def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str = "step_async",
+                  per: str = "one per env") -> Any:
     """One action per env, checked against ``space``, in the form backends step with.
 
     Fixed-size spaces give one array ``(num_envs, *shape)`` in the space's dtype (a
     value that dtype cannot hold, or a float for an integer space, is refused); a Dict
     space takes a list of per-env dicts or one dict of batches (split per env); every
     per-env action of a Dict / Tuple space must match its structure (``check_action``).
-    Errors are ``ValueError`` naming the method, the env, what came and what was expected.
+    Errors are ``ValueError`` naming the method, the env, what came and what was expected
+    (``per`` says whose actions they are, for the message).
 
     Example:
         >>> check_actions(spaces.Discrete(3), [0, 2], num_envs=2)
@@ -151,14 +153,14 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
         ValueError: step_async(): received a dict of actions, but the action space Discrete(3) is not a Dict ...
     """
     if isinstance(actions, dict):
-        actions = _split_dict_of_batches(space, actions, num_envs, method)
+        actions = _split_dict_of_batches(space, actions, num_envs, method, per)
     try:
         count = len(actions)
     except TypeError:
-        raise ValueError(f"{method}(): expected a sequence of {num_envs} actions (one per env), received "
+        raise ValueError(f"{method}(): expected a sequence of {num_envs} actions ({per}), received "
                          f"{type(actions).__name__}") from None
     if count != num_envs:
-        raise ValueError(f"{method}(): expected {num_envs} actions (one per env), received {count}")
+        raise ValueError(f"{method}(): expected {num_envs} actions ({per}), received {count}")
     if isinstance(space, FIXED_LEAVES):
         return _fixed_actions(space, actions, num_envs, method)
     if isinstance(space, (spaces.Dict, spaces.Tuple)):
@@ -170,14 +172,15 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
     return actions
 
 
-def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, method: str) -> list[dict]:
+def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, method: str,
+                           per: str) -> list[dict]:
     if not isinstance(space, spaces.Dict):
         raise ValueError(  # API.md: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
                          f"space; pass one action per env (a sequence of {num_envs})")
     counts = {k: len(v) if hasattr(v, "__len__") else None for k, v in actions.items()}
     if any(c != num_envs for c in counts.values()):
-        raise ValueError(f"{method}(): expected {num_envs} actions per key (one per env), received {counts}")
+        raise ValueError(f"{method}(): expected {num_envs} actions per key ({per}), received {counts}")
     return [{k: v[i] for k, v in actions.items()} for i in range(num_envs)]
 
 

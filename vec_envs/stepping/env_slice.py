@@ -143,29 +143,38 @@ class EnvSlice:
 
     def reset_one(self, k: int, seed: int | None = None) -> Any:
         """Reset env ``k`` of this slice alone; returns its observation (a copy)."""
-        self._reset_env(k, seed)
+        self.reset_env(k, seed)
         return copy_obs(get_row(self.buffers.obs, k))
+
+    def reset_env(self, k: int, seed: int | None = None) -> Info:
+        """Reset env ``k`` into its row (reward 0, done False there); returns its reset info."""
+        self._reset_env(k, seed)
+        self.buffers.rewards[k] = 0.0
+        self.buffers.dones[k] = False
+        return self.reset_infos[k]
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
         """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
-        rewards, dones, first, running = self.buffers.rewards, self.buffers.dones, self.first_index, self._running
-        infos = []
-        for k, env in enumerate(self.envs):
-            if running is not None:
-                running[0] = first + k + 1
-            try:
-                obs, reward, terminated, truncated, info = check_step_result(env.step(actions[k]), first + k)
-                self._write(k, obs, "step")
-            except Exception as exc:
-                raise EnvCallFailed(first + k, "step") from exc
-            rewards[k] = reward
-            done = dones[k] = terminated or truncated
-            if done:
-                info = self._auto_reset(k, info, truncated and not terminated)
-            infos.append(info)
+        step_env = self.step_env
+        return [step_env(k, actions[k]) for k in range(len(self.envs))]
+
+    def step_env(self, k: int, action: Any) -> Info:
+        """Step env ``k`` into its row; if its episode ended, reset it at once. Its info."""
+        index, running = self.first_index + k, self._running
+        if running is not None:
+            running[0] = index + 1
+        try:
+            obs, reward, terminated, truncated, info = check_step_result(self.envs[k].step(action), index)
+            self._write(k, obs, "step")
+        except Exception as exc:
+            raise EnvCallFailed(index, "step") from exc
+        self.buffers.rewards[k] = reward
+        done = self.buffers.dones[k] = terminated or truncated
+        if done:
+            info = self._auto_reset(k, info, truncated and not terminated)
         if running is not None:
             running[0] = 0
-        return infos
+        return info
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
         info = dict(info)

@@ -10,22 +10,30 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection, wait
-from multiprocessing.reduction import recv_handle, send_handle
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.env_slots import WorkerSlots
+from vec_envs.subproc.shared_slice_server import (
+    SharedSliceServer,
+    receive_attach,
+    send_attach,
+)
 from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
-from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
-__all__ = ["SubprocWorker", "worker_main"]
+__all__ = ["SubprocWorker", "describe_exit", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
 NAP_MIN_S, WORKER_NAP_MAX_S, PARENT_NAP_MAX_S = 100e-6, 5e-3, 200e-6  # dozing between doorbell looks
 PIPE = -1  # "a command came through the pipe" (doorbell requests are numbered from 1;
 PARENT_GONE = -2  # every event is non-zero, so spin_until takes each as found)
+STEPPED_QUIETLY = Outcome(True, EMPTY_STEP_REPLY)  # a doorbell step answered with nothing to say
+SLOTS = -3  # "envs have new requests in their slots" (asynchronous batches)
 
 
 def _poller(conn: Connection) -> Any:
@@ -38,44 +46,52 @@ def _poller(conn: Connection) -> Any:
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell: Doorbell | None,
-                   last_seq: int) -> int:
-    """Spin, then sleep, until the doorbell rings (its sequence number), a command comes
-    through the pipe (PIPE), or the parent is gone (PARENT_GONE).
+                   last_seq: int, slots: WorkerSlots | None = None) -> int:
+    """Spin, then sleep, until the doorbell rings (its sequence number), envs have new
+    requests (SLOTS), a command comes through the pipe (PIPE), or the parent is gone
+    (PARENT_GONE).
 
     Asleep, the worker says so on its bell, so the parent sends the next step through the
     pipe and wakes it at once; it still looks at the bell between naps in case the two
     crossed (a bell rung just as it fell asleep)."""
     def event() -> int | None:
         seq = bell.requested(last_seq) if bell is not None else 0
+        if not seq and slots is not None and len(slots.pending()):
+            seq = SLOTS
         return seq or (PIPE if poller is None or poller.poll(0) else None)
 
     start = time.perf_counter()
     found = spin_until(event, spin.budget())
-    if found is None and bell is not None:
-        bell.set_sleeping(True)  # from now on the parent sends through the pipe
+    if found is None:
+        _set_sleeping(bell, slots, True)  # from now on the parent wakes it through the pipe
         found = event()
     nap = NAP_MIN_S
+    watched = bell is not None or slots is not None
     while found is None:
-        if conn.poll(PARENT_CHECK_S if bell is None else nap):
+        if conn.poll(nap if watched else PARENT_CHECK_S):
             found = PIPE
         elif os.getppid() != parent:
             return PARENT_GONE
         else:
             found, nap = event(), min(2 * nap, WORKER_NAP_MAX_S)
-    if bell is not None:
-        bell.set_sleeping(False)
+    _set_sleeping(bell, slots, False)
     spin.record(time.perf_counter() - start)
     return found
 
 
-def _answer_doorbell(conn: Connection, server: SliceServer, seq: int) -> None:
+def _set_sleeping(bell: Doorbell | None, slots: WorkerSlots | None, asleep: bool) -> None:
+    if bell is not None:
+        bell.set_sleeping(asleep)
+    if slots is not None:
+        slots.set_sleeping(asleep)
+
+
+def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell, seq: int) -> None:
     """Step as the doorbell asks; a pipe message goes only with infos or an error."""
-    ok, result = server.handle(Command.STEP, None)
-    quiet = ok and not result[0] and not result[1]
-    if not quiet:
-        _reply(conn, (ok, result), Command.STEP)
-    assert server.doorbell is not None, "a doorbell request comes from the doorbell"
-    server.doorbell.answer(seq, has_message=not quiet)
+    outcome = server.step_for_doorbell()
+    if outcome is not None:
+        _reply(conn, outcome, Command.STEP)
+    bell.answer(seq, has_message=outcome is not None)
 
 
 def _die_with_parent() -> None:
@@ -91,13 +107,13 @@ def _die_with_parent() -> None:
         pass
 
 
-def _reply(conn: Connection, reply: tuple[bool, Any], command: int) -> None:
-    """Send the reply; one that cannot be pickled becomes a failure naming why."""
+def _reply(conn: Connection, outcome: Outcome, command: int) -> None:
+    """Send the outcome; a reply that cannot be pickled becomes a failure naming why."""
     try:
-        conn.send(reply)
+        conn.send(outcome)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         method = Command(command).name.lower()
-        conn.send((False, WorkerFailure.from_exception(exc, f"{method} (sending its result)")))
+        conn.send(Outcome(False, WorkerFailure.from_exception(exc, f"{method} (sending its result)")))
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
@@ -109,20 +125,27 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     parent = os.getppid()
     if use_pdeathsig:
         _die_with_parent()
-    server = SliceServer(env_fns.x, first_index)
+    server = SharedSliceServer(env_fns.x, first_index)
     poller, spinner, last_seq = _poller(conn), Spin(spin), 0
     try:
         while True:
-            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq)
+            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq, server.slots)
             if event == PARENT_GONE:
                 return
-            if event != PIPE:
+            if event == SLOTS:
+                server.serve_slots(conn)
+                continue
+            if event != PIPE and server.doorbell is not None:
                 last_seq = event
-                _answer_doorbell(conn, server, event)
+                _answer_doorbell(conn, server, server.doorbell, event)
                 continue
             command, payload = conn.recv()
+            if command in (Command.ASYNC_RESET, Command.WAKE):  # answered per env in the slots
+                if command == Command.ASYNC_RESET:
+                    server.async_reset(conn, payload)
+                continue
             if command == Command.ATTACH_SHARED:
-                payload = (*payload, recv_handle(conn))
+                payload = receive_attach(conn, payload)
             _reply(conn, server.handle(command, payload), command)
             if command == Command.CLOSE:
                 return
@@ -147,7 +170,8 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None) -> str:
+    """How a worker process ended, from its exit code (None: still running)."""
     if code is None:
         return "is unresponsive"
     if code < 0:
@@ -164,15 +188,13 @@ class SubprocWorker(Worker):
     Example:
         >>> import gymnasium as gym
         >>> w = SubprocWorker(mp.get_context("spawn"), 0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2)
-        >>> w.send(Command.GET_SPACES, None)
-        >>> SubprocWorker.wait([w], timeout=60) == [w]
+        >>> w.send(Command.GET_SPACES, None); SubprocWorker.wait([w], 60.0) == [w]
         True
-        >>> ok, (observation_space, action_space) = w.recv()
-        >>> ok, action_space
-        (True, Discrete(2))
-        >>> w.send(Command.CLOSE, None); _ = SubprocWorker.wait([w], timeout=60); w.recv()
-        (True, None)
-        >>> w.shutdown(timeout=10)
+        >>> w.recv().value.observation_space.shape
+        (4,)
+        >>> w.send(Command.CLOSE, None); SubprocWorker.wait([w], 10.0) and w.recv().ok
+        True
+        >>> w.shutdown(10.0)
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
@@ -201,30 +223,36 @@ class SubprocWorker(Worker):
             return
         try:
             if command == Command.ATTACH_SHARED:
-                *rest, fd = payload
-                self.conn.send((int(command), tuple(rest)))
-                send_handle(self.conn, fd, self.process.pid)
+                send_attach(self.conn, payload, self.process.pid)
             else:
                 self.conn.send((int(command), payload))  # a plain int pickles faster than the enum
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
-            raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
+            raise WorkerDied(describe_exit(self.process.exitcode)) from exc
 
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         if self._bell_seq and self.bell is not None:
             seq, self._bell_seq = self._bell_seq, 0
             if self.bell.answered(seq) and not self.bell.has_message():
-                return True, ({}, {}, None)  # stepped, nothing to say: all is in shared memory
+                return STEPPED_QUIETLY  # all is in shared memory
             if not self.bell.answered(seq):
                 self.process.join(1.0)
-                raise WorkerDied(_describe_exit(self.process.exitcode))
+                raise WorkerDied(describe_exit(self.process.exitcode))
         try:
             if self._has_message():
                 return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             pass
         self.process.join(1.0)
-        raise WorkerDied(_describe_exit(self.process.exitcode))
+        raise WorkerDied(describe_exit(self.process.exitcode))
+
+    def recv_message(self) -> Any:
+        """The next message through the pipe, waiting for it (WorkerDied if the worker is gone)."""
+        try:
+            return self.conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(1.0)
+            raise WorkerDied(describe_exit(self.process.exitcode)) from None
 
     @classmethod
     def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:

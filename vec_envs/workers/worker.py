@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from vec_envs.workers.protocol import Command
+from vec_envs.workers.protocol import Command, Outcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -43,7 +44,7 @@ class Worker(ABC):
         """Send one command (raises ``WorkerDied`` if the worker is gone)."""
 
     @abstractmethod
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         """The reply to the last command; call only once ``wait`` named this worker."""
 
     @classmethod

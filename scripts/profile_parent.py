@@ -1,0 +1,91 @@
+"""Where the parent's time goes: SubprocVecEnv on CartPole, lock-step or recv/send.
+
+Runs ``--num-envs`` CartPole-v1 envs for ``--seconds`` with random actions and prints the
+steps per second and the wall time per batch; ``--profile`` adds the parent's top
+functions by own time (cProfile). Lock-step ``step()`` by default, ``recv``/``send`` with
+``--batch-size K``. To compare two versions of the code, run this script with each on
+``PYTHONPATH`` in turn, alternating, in one shell command.
+
+    python scripts/profile_parent.py --num-envs 256 --in-series 16 --profile
+    python scripts/profile_parent.py --num-envs 256 --batch-size 128
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from vec_envs import SubprocVecEnv
+
+
+@dataclass
+class Args:
+    num_envs: int = 256  #: CartPole-v1 envs
+    in_series: str = "auto"  #: envs per worker process: an int or "auto"
+    batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
+    seconds: float = 3.0  #: how long to measure (after a short warm-up)
+    profile: bool = False  #: print the parent's top functions by own time
+    top: int = 15  #: how many functions to print
+
+
+def parse_args() -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name, default in vars(Args()).items():
+        kind = int if name in ("num_envs", "top", "batch_size") else float if name == "seconds" else str
+        if isinstance(default, bool):
+            parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
+        else:
+            parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
+    return Args(**vars(parser.parse_args()))
+
+
+WARM_UP_S = 0.5  # spin budgets settle before the measurement starts
+
+
+def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
+        profiler: cProfile.Profile | None) -> tuple[int, int, float]:
+    """Lock-step steps, or recv/send, for ``seconds`` after a warm-up: (env steps, batches, wall)."""
+    rng = np.random.default_rng(0)
+    if batch_size is None:
+        venv.reset()
+        env_ids = np.arange(venv.num_envs)
+    else:
+        venv.async_reset()
+        env_ids = venv.recv()[4]
+    batches, start, end = 0, 0.0, time.perf_counter() + WARM_UP_S
+    while time.perf_counter() < end + seconds:
+        if batches == 0 and time.perf_counter() >= end:
+            start, batches = time.perf_counter(), 1
+            if profiler is not None:
+                profiler.enable()
+        if batch_size is None:
+            venv.step(rng.integers(0, 2, venv.num_envs))
+        else:
+            venv.send(rng.integers(0, 2, len(env_ids)), env_ids)
+            env_ids = venv.recv()[4]
+        batches += batches > 0
+    if profiler is not None:
+        profiler.disable()
+    return (batches - 1) * len(env_ids), batches - 1, time.perf_counter() - start
+
+
+def measure(args: Args) -> None:
+    in_series: int | str = args.in_series if args.in_series == "auto" else int(args.in_series)
+    profiler = cProfile.Profile() if args.profile else None
+    with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * args.num_envs, in_series=in_series,
+                       batch_size=args.batch_size) as venv:
+        steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
+        mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
+        print(f"CartPole-v1 x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
+              f"{wall / batches * 1e6:,.0f} us per batch")
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    measure(parse_args())
