@@ -85,7 +85,8 @@ def test_a_call_from_a_second_thread_is_refused_at_once(make, closing):
     time.sleep(0.1)  # the stepper is inside step() now
     name = type(venv).__name__
     for call, method in [(lambda: venv.step(np.zeros(2, np.int64)), "step"), (lambda: venv.get_attr("t"), "get_attr"),
-                         (venv.reset, "reset"), (venv.close, "close"), (lambda: venv.seed(1), "seed")]:
+                         (venv.reset, "reset"), (venv.close, "close"), (lambda: venv.seed(1), "seed"),
+                         (venv.recv, "recv"), (lambda: venv.send([0], [0]), "send"), (venv.async_reset, "async_reset")]:
         start = time.monotonic()
         with pytest.raises(ConcurrentCallError, match=rf"{name}\.{method}\(\) called from thread 'MainThread' while "
                                                       rf"thread 'stepper' is inside {name}\.step\(\); a VecEnv "
@@ -205,6 +206,7 @@ FORK_SCRIPT = textwrap.dedent("""
     import numpy as np
     from tests.hardening_envs import OutputEnv
     from vec_envs import SubprocVecEnv
+    from vec_envs.errors import VecEnvError
 
     if __name__ == "__main__":
         venv = SubprocVecEnv([OutputEnv] * 4, in_series=2, context=sys.argv[1])
@@ -212,6 +214,11 @@ FORK_SCRIPT = textwrap.dedent("""
         pids = [w.process.pid for w in venv.workers if not w.is_local]
         child = os.fork()
         if child == 0:
+            try:
+                venv.step(np.zeros(4, np.int64))
+                sys.exit("the child stepped the parent's workers")
+            except VecEnvError as err:
+                assert "is a fork of it" in str(err), err
             venv.close()  # the child's copy: must not stop the parent's workers
             sys.exit(0)   # a normal exit: atexit handlers and finalizers run
         _, status = os.waitpid(child, 0)
