@@ -31,9 +31,14 @@ class LocalWorker(Worker):
         self._command = (command, payload)
 
     def recv(self) -> Outcome:
-        command, payload = self._command  # type: ignore[misc]
+        if self._command is None:
+            raise RuntimeError(f"LocalWorker {self.index}: recv() with no command sent")
+        command, payload = self._command
         self._command = None
         return self.server.handle(command, payload)
+
+    def cancel(self) -> None:
+        self._command = None  # a Ctrl-C came before it ran: its reply is not wanted any more
 
     @classmethod
     def wait(cls, workers: Sequence[LocalWorker], timeout: float | None) -> list[LocalWorker]:
