@@ -41,8 +41,8 @@ def children() -> list[psutil.Process]:
     found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and not any(
-                    service in " ".join(process.cmdline()) for service in SERVICES):
+            described = f"{process.name()} {' '.join(process.cmdline())}"  # (Ray renames its processes)
+            if process.status() != psutil.STATUS_ZOMBIE and not any(service in described for service in SERVICES):
                 found.append(process)
         except psutil.NoSuchProcess:
             pass  # ended while we looked
@@ -198,6 +198,26 @@ def test_ctrl_c_while_waiting_for_busy_workers_closes_within_a_second(delay):
             venv.step(np.zeros(8, np.int64))
     timer.join()
     check_closes_within_a_second(venv)
+
+
+@pytest.mark.parametrize("delay", [0.2, 1.0])
+def test_run_atari_ctrl_c_while_the_parent_steps_a_slice_exits_at_once_and_quietly(delay):
+    from tests.test_run_atari import INTERRUPTED, start_script  # (skips without ale-py)
+
+    proc = start_script("--num-envs", "4", "--steps", "100000000")  # in_series "auto": the parent steps envs 2, 3
+    try:
+        assert "4 envs on subproc" in proc.stdout.readline()  # stepping from now on
+        time.sleep(delay)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and INTERRUPTED.search(out), out + err
+    assert "closing the envs failed" not in err and "Traceback" not in err, err
+    assert took < 3.0, f"exited {took:.1f} s after the Ctrl-C"
 
 
 # ------------------------------------------------------------ fork (item 10)
