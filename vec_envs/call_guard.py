@@ -5,7 +5,7 @@ two threads inside it at once would interleave messages and corrupt it. Every pu
 method of ``VecEnvBase`` and its subclasses is guarded: a call from another thread while
 one is running raises ``ConcurrentCallError`` naming both threads and both methods,
 instead of blocking or corrupting anything. Calls within the running call (``step`` ->
-``step_async``, a wrapper's base class) pass: the guard is re-entrant for its own thread.
+``step_async``, a wrapper's base class) pass freely: the guard knows its holder's thread.
 """
 from __future__ import annotations
 
@@ -30,50 +30,68 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CallGuard:
-    """A non-blocking re-entrant lock that remembers who holds it, for error messages.
+    """Which thread is inside a VecEnv, claimed and released in one atomic step each.
+
+    ``dict.setdefault`` claims the guard atomically (under the GIL) and ``dict.pop``
+    releases it, so no Ctrl-C can land between a lock and its bookkeeping and leave the
+    guard held by nobody; calls made within a call (same thread) pass freely.
 
     Example:
         >>> guard = CallGuard()
-        >>> guard.enter("MyVecEnv", "step"); guard.enter("MyVecEnv", "step_async")  # same thread
-        >>> guard.exit(); guard.exit()
+        >>> guard.enter("MyVecEnv", "step")
+        >>> guard.holder() == threading.get_ident()
+        True
+        >>> guard.exit(); guard.holder() is None
+        True
     """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._owner: tuple[str, str] | None = None  # (thread name, outermost method)
-        self._depth = 0
+        self.slot: dict[str, int] = {}  # "holder": the ident of the thread inside
+        self.method = "?"  # the outer method it runs, for messages
+
+    def holder(self) -> int | None:
+        """The ident of the thread inside, or None."""
+        return self.slot.get("holder")
 
     def enter(self, cls: str, method: str) -> None:
-        """Hold the guard for ``method``, or raise ConcurrentCallError if another thread does."""
-        if not self._lock.acquire(blocking=False):
-            owner, running = self._owner or ("?", "?")
-            raise ConcurrentCallError(CONCURRENT.format(cls=cls, method=method, me=threading.current_thread().name,
-                                                        owner=owner, running=running))
-        if self._depth == 0:
-            self._owner = (threading.current_thread().name, method)
-        self._depth += 1
+        """Claim the guard for ``method``, or raise ConcurrentCallError if another thread holds it."""
+        me = threading.get_ident()
+        held = self.slot.setdefault("holder", me)
+        if held != me:
+            raise self.refusal(cls, method, held)
+        self.method = method
 
     def exit(self) -> None:
-        """Release one level of the guard."""
-        self._depth -= 1
-        if self._depth == 0:
-            self._owner = None
-        self._lock.release()
+        """Release the guard (by the thread that claimed it)."""
+        self.slot.pop("holder", None)
+
+    def refusal(self, cls: str, method: str, held: int) -> ConcurrentCallError:
+        """The error for a call of ``method`` while thread ``held`` is inside."""
+        owner = next((t.name for t in threading.enumerate() if t.ident == held), f"#{held}")
+        return ConcurrentCallError(CONCURRENT.format(cls=cls, method=method, me=threading.current_thread().name,
+                                                     owner=owner, running=self.method))
 
 
 def _guarded(method: F) -> F:
     name = method.__name__
+    get_ident = threading.get_ident
 
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        guard = self.__dict__.get("_call_guard")
-        if guard is None:  # still in __init__
+        guard = self._call_guard
+        if guard is None:  # still in __init__ (VecEnvBase says None until it makes one)
             return method(self, *args, **kwargs)
-        guard.enter(type(self).__name__, name)
+        slot, me = guard.slot, get_ident()
+        held = slot.get("holder")
+        if held == me:  # a call within a call
+            return method(self, *args, **kwargs)
+        if held is not None or slot.setdefault("holder", me) != me:
+            raise guard.refusal(type(self).__name__, name, slot.get("holder", held))
+        guard.method = name
         try:
             return method(self, *args, **kwargs)
         finally:
-            guard.exit()
+            slot.pop("holder", None)
 
     call.__guarded__ = True  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]

@@ -55,6 +55,7 @@ class VecEnvBase(ABC):
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
+    _call_guard: CallGuard | None = None  # made in __init__; until then calls are not guarded
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -16,6 +16,7 @@ from vec_envs.types import VecEnvObs
 
 __all__ = [
     "BatchBuffers",
+    "ObservationError",
     "is_fixed_size",
     "iter_leaves",
     "create_batch",
@@ -28,6 +29,11 @@ __all__ = [
 ]
 
 _LEAVES = FIXED_LEAVES
+
+
+class ObservationError(ValueError):
+    """An observation that does not fit its space (shape, structure, or a value its dtype cannot hold)."""
+
 Allocate = Callable[[tuple, np.dtype], np.ndarray]
 
 
@@ -79,19 +85,19 @@ def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int,
     shape, dtype = leaf_shape(space), np.dtype(space.dtype)
 
     def write(i: int, obs: Any) -> None:
-        if isinstance(obs, np.ndarray) and obs.dtype == dtype and obs.shape == shape:
+        if type(obs) is np.ndarray and obs.shape == shape and (obs.dtype is dtype or obs.dtype == dtype):
             batch[i] = obs  # the usual case: nothing to check or cast
             return
         got = _shape(obs)
         if got != shape:
-            raise ValueError(
+            raise ObservationError(
                 f"observation{path_text(path)} has shape {got}, but the observation "
                 f"space {space} expects shape {shape}"
             )
         try:
             batch[i] = cast_exactly(obs, dtype)
         except ValueError as exc:
-            raise ValueError(f"observation{path_text(path)}: {exc} (observation space {space})") from None
+            raise ObservationError(f"observation{path_text(path)}: {exc} (observation space {space})") from None
     return write
 
 
@@ -114,7 +120,7 @@ def _container_writer(space: spaces.Dict | spaces.Tuple, batch: Any, path: tuple
         try:
             parts = [obs[k] for k in keys]
         except (KeyError, IndexError, TypeError):
-            raise ValueError(
+            raise ObservationError(
                 f"observation{path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
                 f"observation space expects a {kind} with keys {keys}"
             ) from None

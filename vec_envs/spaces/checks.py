@@ -115,7 +115,7 @@ def _check_dict(space: spaces.Dict, action: Any, path: tuple) -> None:
     if not isinstance(action, dict):
         raise ValueError(  # API.md: a wrong action is a ValueError
             f"action{path_text(path)} is {_short(action)}, but the action space expects a dict "
-                         f"with keys {list(space.spaces)} ({_brief(space)})")
+            f"with keys {list(space.spaces)} ({_brief(space)})")
     missing = [k for k in space.spaces if k not in action]
     extra = [k for k in action if k not in space.spaces]
     if missing or extra:
@@ -152,6 +152,9 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
         Traceback (most recent call last):
         ValueError: step_async(): received a dict of actions, but the action space Discrete(3) is not a Dict ...
     """
+    if type(actions) is np.ndarray and actions.dtype == space.dtype and space.shape is not None \
+            and actions.shape[1:] == space.shape and len(actions) == num_envs:
+        return actions  # the usual case: one array, as the space wants it
     if isinstance(actions, dict):
         actions = _split_dict_of_batches(space, actions, num_envs, method, per)
     try:
@@ -177,7 +180,7 @@ def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, me
     if not isinstance(space, spaces.Dict):
         raise ValueError(  # API.md: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
-                         f"space; pass one action per env (a sequence of {num_envs})")
+            f"space; pass one action per env (a sequence of {num_envs})")
     counts = {k: len(v) if hasattr(v, "__len__") else None for k, v in actions.items()}
     if any(c != num_envs for c in counts.values()):
         raise ValueError(f"{method}(): expected {num_envs} actions per key ({per}), received {counts}")

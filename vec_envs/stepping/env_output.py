@@ -15,6 +15,7 @@ __all__ = ["EnvOutputError", "check_reset_result", "check_step_result"]
 
 _REAL = (int, float, np.integer, np.floating)  # bool is an int: True counts as reward 1
 _FLAG = (bool, np.bool_)
+_USUAL_REWARDS = frozenset({float, int, np.float64, np.float32, np.int64})  # checked by type alone
 
 
 class EnvOutputError(TypeError):
@@ -61,6 +62,15 @@ def check_step_result(result: Any, env_index: int, method: str = "step") -> tupl
         Traceback (most recent call last):
         vec_envs.stepping.env_output.EnvOutputError: env 3 returned reward None (NoneType) from step(); expected ...
     """
+    if type(result) is tuple and len(result) == 5:
+        _, reward, terminated, truncated, info = result
+        if type(reward) in _USUAL_REWARDS and type(terminated) is bool and type(truncated) is bool \
+                and type(info) is dict:
+            return result  # the usual case, in a few type lookups
+    return _checked_step_result(result, env_index, method)
+
+
+def _checked_step_result(result: Any, env_index: int, method: str) -> tuple[Any, Any, bool, bool, dict]:
     if not isinstance(result, tuple) or len(result) != 5:
         raise _refuse(env_index, method, "the result", result,
                       "a tuple (obs, reward, terminated, truncated, info)")

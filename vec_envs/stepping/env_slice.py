@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from vec_envs.spaces.batching import BatchBuffers, copy_obs, get_row, make_writer
+from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, get_row, make_writer
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
 from vec_envs.stepping.env_output import check_reset_result, check_step_result
@@ -126,8 +126,11 @@ class EnvSlice:
         """Store env ``k``'s observation; a wrong one names the env and the method."""
         try:
             self._write_row(k, obs)
-        except ValueError as exc:
-            raise ValueError(f"env {self.first_index + k} returned from {method}(): {exc}") from None
+        except ObservationError as exc:
+            raise self._named(exc, k, method) from None
+
+    def _named(self, exc: ObservationError, k: int, method: str) -> ObservationError:
+        return ObservationError(f"env {self.first_index + k} returned from {method}(): {exc}")
 
     def _reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> None:
         env, index = self.envs[k], self.first_index + k
@@ -165,7 +168,9 @@ class EnvSlice:
             running[0] = index + 1
         try:
             obs, reward, terminated, truncated, info = check_step_result(self.envs[k].step(action), index)
-            self._write(k, obs, "step")
+            self._write_row(k, obs)
+        except ObservationError as exc:
+            raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
         except Exception as exc:
             raise EnvCallFailed(index, "step") from exc
         self.buffers.rewards[k] = reward
