@@ -205,8 +205,9 @@ def make_venv(args: argparse.Namespace, env_id: str) -> VecEnvBase:
     if args.frame_stack > 1 and args.backend != "ale":  # ALEVecEnv stacks in C++
         venv = VecFrameStack(venv, n_stack=args.frame_stack)
     if args.video:
-        interval = args.video_interval
-        venv = VecVideoRecorder(venv, args.video, record_video_trigger=lambda step: step % interval == 0,
+        interval, last_step = args.video_interval, -(-args.steps // args.num_envs)  # batch steps of the run
+        venv = VecVideoRecorder(venv, args.video,  # no clip starts after the last step (it would hold 1 frame)
+                                record_video_trigger=lambda step: step % interval == 0 and step < last_step,
                                 video_length=args.video_length, name_prefix=env_id.replace("/", "-"))
     return venv
 

@@ -113,25 +113,25 @@ class DummyVecEnv(VecEnvBase):
 
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        self._check_open("get_attr")
+        self._check_idle("get_attr")
         return _run(self.slice.get_attr, attr_name, self._indices(indices, "get_attr"))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self._check_open("set_attr")
+        self._check_idle("set_attr")
         _run(self.slice.set_attr, attr_name, value, self._indices(indices, "set_attr"))
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        self._check_open("env_method")
+        self._check_idle("env_method")
         return _run(self.slice.env_method, method_name, method_args, method_kwargs,
                          self._indices(indices, "env_method"))
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        self._check_open("env_is_wrapped")
+        self._check_idle("env_is_wrapped")
         return self.slice.env_is_wrapped(wrapper_class, self._indices(indices, "env_is_wrapped"))
 
     def get_images(self) -> list[np.ndarray]:
-        self._check_open("get_images")
+        self._check_idle("get_images")
         return _run(self.slice.get_images)
 
     def _get_states(self, indices: list[int]) -> list[Any]:

@@ -7,13 +7,14 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
+from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.checks import check_int
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
-from vec_envs.spaces.batching import leaf_shape
-from vec_envs.spaces.nested import FIXED_SIZE_LEAVES
+from vec_envs.spaces.checks import check_actions
 from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
@@ -27,12 +28,6 @@ NO_ASYNC = ("{cls}.{method}(): {cls} has no asynchronous batches (recv/send); us
             "backend that has them")
 NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
              "whose observations skip this wrapper's processing")
-
-
-def _fixed_action_shape(space: spaces.Space) -> tuple | None:
-    if isinstance(space, FIXED_SIZE_LEAVES):
-        return leaf_shape(space)
-    return None
 
 
 class VecEnvBase(ABC):
@@ -60,9 +55,15 @@ class VecEnvBase(ABC):
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
+    _call_guard: CallGuard | None = None  # made in __init__; until then calls are not guarded
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_methods(cls)  # one caller at a time, whatever the subclass overrides
 
     def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space,
                  batch_size: int | None = None) -> None:
+        self._call_guard = CallGuard()
         self.num_envs = num_envs
         self.batch_size = check_batch_size(batch_size, num_envs, type(self).__name__)
         self._async = AsyncEnvs(type(self).__name__, num_envs, self.batch_size)
@@ -73,8 +74,6 @@ class VecEnvBase(ABC):
         self._pending: str | None = None
         self._seeds: list[int | None] | None = None
         self._viewer: Any = None
-        self._action_shape = _fixed_action_shape(action_space)
-        self._action_dtype = np.dtype(action_space.dtype) if self._action_shape is not None else None
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -162,6 +161,7 @@ class VecEnvBase(ABC):
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
+        timeout = check_timeout(timeout, "step_wait(): timeout")
         return self._finish_pending(lambda: self._step_wait(timeout))
 
     def _finish_pending(self, wait: Any) -> Any:
@@ -240,21 +240,14 @@ class VecEnvBase(ABC):
 
         With ``seed=None`` a base seed is drawn at random. Returns the seeds.
         """
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(seed, (int, np.integer)):
-            seeds: list[int | None] = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = [None if s is None else int(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed(): expected {self.num_envs} seeds (one per env), received {len(seeds)}")
-        self._seeds = seeds
-        return list(seeds)
+        self._check_open("seed")
+        self._seeds = resolve_seeds(seed, self.num_envs)
+        return list(self._seeds)
 
     def reset_single_env(self, index: int) -> Any:
         """Reset env ``index`` alone; returns its (unbatched) first observation."""
         self._check_idle("reset_single_env")
-        (index,) = self._indices(index, "reset_single_env")
+        index = resolve_index(index, self.num_envs, "reset_single_env")
         seed = None
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
@@ -390,51 +383,14 @@ class VecEnvBase(ABC):
             raise NoAsyncCallError(NOTHING_PENDING.format(cls=type(self).__name__, method=method, call=call))
 
     def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        seq = [indices] if isinstance(indices, (int, np.integer)) else list(indices)
-        for i in seq:
-            if not isinstance(i, (int, np.integer)) or not -self.num_envs <= i < self.num_envs:
-                raise IndexError(f"{method}(): env index {i!r} is out of range for "
-                                 f"{self.num_envs} envs (valid: 0..{self.num_envs - 1})")
-        return [int(i) % self.num_envs for i in seq]
+        return resolve_indices(indices, self.num_envs, method)
 
     def _check_actions(self, actions: Any, method: str = "step_async", env_ids: np.ndarray | None = None) -> Any:
-        """One action per env (per env of ``env_ids`` when given), in the space's dtype."""
-        expected = self.num_envs if env_ids is None else len(env_ids)
-        per = "one per env" if env_ids is None else f"one per env of env_ids {env_ids.tolist()}"
-        if isinstance(actions, dict):
-            return self._split_dict_actions(actions, method, expected, per)
-        try:
-            count = len(actions)
-        except TypeError:
-            raise ValueError(f"{method}(): expected a sequence of {expected} actions ({per}), "
-                             f"received {type(actions).__name__}") from None
-        if count != expected:
-            raise ValueError(f"{method}(): expected {expected} actions ({per}), received {count}")
-        if self._action_shape is None:
-            return actions
-        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        if arr.shape[1:] != self._action_shape:
-            raise ValueError(f"{method}(): expected actions of shape {(expected, *self._action_shape)} "
-                             f"for action space {self.action_space}, received shape {arr.shape}")
-        if arr.dtype != self._action_dtype:
-            arr = self._cast_actions(arr, method)
-        return arr
-
-    def _cast_actions(self, arr: np.ndarray, method: str = "step_async") -> np.ndarray:
-        """Actions in the space's dtype, so every backend hands envs the same values."""
-        try:
-            return arr.astype(self._action_dtype, casting="same_kind")
-        except TypeError:
-            raise ValueError(f"{method}(): actions of dtype {arr.dtype} cannot be cast safely to the "
-                             f"action space's dtype {self._action_dtype} ({self.action_space})") from None
-
-    def _split_dict_actions(self, actions: dict, method: str, expected: int, per: str) -> list[dict]:
-        counts = {k: len(v) for k, v in actions.items()}
-        if any(c != expected for c in counts.values()):
-            raise ValueError(f"{method}(): expected {expected} actions per key ({per}), received {counts}")
-        return [{k: v[i] for k, v in actions.items()} for i in range(expected)]
+        """One action per env (per env of ``env_ids`` when given), checked against the action space."""
+        if env_ids is None:
+            return check_actions(self.action_space, actions, self.num_envs, method)
+        return check_actions(self.action_space, actions, len(env_ids), method,
+                             per=f"one per env of env_ids {env_ids.tolist()}")
 
 
 def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:
@@ -469,3 +425,6 @@ def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) ->
     out = (obs, np.asarray(rewards, np.float32), np.asarray(terminateds, np.bool_),
            np.asarray(truncateds, np.bool_), infos)
     return (states, *out) if with_states else out
+
+
+guard_methods(VecEnvBase)

@@ -66,8 +66,25 @@ class VecCheckNan(VecEnvWrapper):
         self._user_warned = False
 
     def step_async(self, actions: Any) -> None:
-        self._check_batch("action", actions, "before step")
+        self._check_action_values(actions, "before step")
         self.venv.step_async(actions)
+
+    def _check_action_values(self, actions: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Actions as a batch (array, dict of batches) or one per env (list of dicts, ...);
+        row j is env ``env_ids[j]`` (env j if None)."""
+        if isinstance(actions, (np.ndarray, dict)):
+            self._check_batch("action", actions, when, env_ids)
+            return
+        try:
+            batch = np.asarray(actions)
+        except ValueError:  # ragged: per-env actions of different shapes
+            batch = None
+        if batch is not None and batch.dtype != object:
+            self._check_batch("action", batch, when, env_ids)
+            return
+        for j, action in enumerate(actions):
+            index = j if env_ids is None or len(env_ids) != len(actions) else int(env_ids[j])
+            self._check_single(index, "action", action, when)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
@@ -79,7 +96,7 @@ class VecCheckNan(VecEnvWrapper):
         return obs, rewards, dones, infos
 
     def send(self, actions: Any, env_ids: Any) -> None:
-        self._check_batch("action", actions, "before send", np.asarray(env_ids))
+        self._check_action_values(actions, "before send", np.asarray(env_ids))
         self.venv.send(actions, env_ids)
 
     def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
@@ -117,7 +134,7 @@ class VecCheckNan(VecEnvWrapper):
 
     def _check_single(self, index: int, name: str, obs: Any, when: str) -> None:
         for path, leaf in iter_leaves(obs):
-            found = _bad_rows(np.asarray(leaf)[None], self.check_inf)
+            found = _bad_rows([leaf], self.check_inf)
             if found is not None:
                 self._report(FOUND.format(field=name + path_text(path), index=index, kind=found[0], when=when))
 

@@ -328,7 +328,24 @@ def _restore_rms(rms: RunningMeanStd, prefix: str, arrays: dict[str, np.ndarray]
         raise VecNormalizeFileError(FILE_CORRUPT.format(
             path=path, reason=f"{prefix} has shapes {mean.shape}, {var.shape}, {count.shape}; expected "
                               f"{rms.shape}, {rms.shape}, ()"))
+    problem = _statistics_problem(prefix, mean, var, count)
+    if problem:
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=problem))
     rms.mean, rms.var, rms.count = mean.astype(np.float64), var.astype(np.float64), float(count)
+
+
+def _statistics_problem(prefix: str, mean: np.ndarray, var: np.ndarray, count: np.ndarray) -> str | None:
+    """Why these saved statistics are impossible (None if they are fine)."""
+    for name, arr in (("mean", mean), ("var", var), ("count", count)):
+        if arr.dtype.kind not in "iuf":
+            return f"{prefix}.{name} has dtype {arr.dtype}; expected real numbers"
+        if not np.isfinite(arr).all():
+            return f"{prefix}.{name} holds NaN or infinite values"
+    if (var < 0).any():
+        return f"{prefix}.var holds negative variances (min {var.min()}); a variance is >= 0"
+    if count < 0:
+        return f"{prefix}.count is {count}; a count is >= 0"
+    return None
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:

@@ -223,8 +223,8 @@ class VecVideoRecorder(VecEnvWrapper):
         writer, self._writer = self._writer, None
         with _interrupts_deferred():
             writer.close()
-        if self.video_path is not None:
-            self.video_paths.append(self.video_path)
+        if self._frames and self.video_path is not None and os.path.exists(self.video_path):
+            self.video_paths.append(self.video_path)  # a clip whose first frame failed has no file
 
     def close(self) -> None:
         try:

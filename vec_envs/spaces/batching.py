@@ -11,11 +11,13 @@ from typing import Any, Callable
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.spaces.checks import cast_exactly
 from vec_envs.spaces.nested import FIXED_SIZE_LEAVES, is_fixed_size, iter_leaves, map_leaves, path_text
 from vec_envs.types import VecEnvObs
 
 __all__ = [
     "BatchBuffers",
+    "ObservationError",
     "is_fixed_size",  # defined in nested.py, re-exported for the importers of this module
     "iter_leaves",  # idem
     "batch_of_one",
@@ -27,6 +29,11 @@ __all__ = [
     "take_rows",
     "write_rows",
 ]
+
+
+class ObservationError(ValueError):
+    """An observation that does not fit its space (shape, structure, or a value its dtype cannot hold)."""
+
 
 Allocate = Callable[[tuple, np.dtype], np.ndarray]
 
@@ -54,17 +61,32 @@ def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int,
         def write_any(i: int, obs: Any) -> None:
             batch[i] = obs
         return write_any
-    shape = leaf_shape(space)
+    shape, dtype = leaf_shape(space), np.dtype(space.dtype)
 
     def write(i: int, obs: Any) -> None:
-        got = obs.shape if isinstance(obs, np.ndarray) else np.shape(obs)
+        if type(obs) is np.ndarray and obs.shape == shape and (obs.dtype is dtype or obs.dtype == dtype):
+            batch[i] = obs  # the usual case: nothing to check or cast
+            return
+        got = _shape(obs)
         if got != shape:
-            raise ValueError(
+            raise ObservationError(
                 f"observation{path_text(path)} has shape {got}, but the observation "
                 f"space {space} expects shape {shape}"
             )
-        batch[i] = obs
+        try:
+            batch[i] = cast_exactly(obs, dtype)
+        except ValueError as exc:
+            raise ObservationError(f"observation{path_text(path)}: {exc} (observation space {space})") from None
     return write
+
+
+def _shape(obs: Any) -> tuple | None:
+    if isinstance(obs, np.ndarray):
+        return obs.shape
+    try:
+        return np.shape(obs)
+    except ValueError:  # ragged nested lists
+        return None
 
 
 def _container_writer(space: spaces.Dict | spaces.Tuple, batch: Any, path: tuple) -> Callable[[int, Any], None]:
@@ -77,7 +99,7 @@ def _container_writer(space: spaces.Dict | spaces.Tuple, batch: Any, path: tuple
         try:
             parts = [obs[k] for k in keys]
         except (KeyError, IndexError, TypeError):
-            raise ValueError(
+            raise ObservationError(
                 f"observation{path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
                 f"observation space expects a {kind} with keys {keys}"
             ) from None
@@ -96,7 +118,8 @@ def make_writer(space: spaces.Space, batch: Any, path: tuple = ()) -> Callable[[
 
     The observation's shape is checked against the space (a wrong shape raises
     ``ValueError`` naming both shapes, never a silent broadcast); the dtype is cast to
-    the space's.
+    the space's, and a value that dtype cannot hold (300 for uint8) raises ``ValueError``
+    naming the value and the dtype, never wraps around.
     """
     if isinstance(space, (spaces.Dict, spaces.Tuple)):
         return _container_writer(space, batch, path)

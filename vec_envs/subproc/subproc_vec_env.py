@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
+from vec_envs.arguments import check_timeout
 from vec_envs.subproc import doorbell
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import EnvSlots
@@ -79,6 +80,7 @@ class SubprocVecEnv(WorkerVecEnv):
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
                  on_error: str = "raise", max_restarts: int = 10, step_in_parent: bool | None = None,
                  batch_size: int | None = None) -> None:
+        timeout = check_timeout(timeout)  # read below, before WorkerVecEnv checks the rest
         method = context or default_start_method()
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")

@@ -10,8 +10,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
@@ -23,7 +24,7 @@ from vec_envs.subproc.shared_slice_server import (
     send_attach,
 )
 from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, WorkerFailure
+from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, ResetReply, StepReply, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["SubprocWorker", "describe_exit", "worker_main"]
@@ -34,6 +35,7 @@ PIPE = -1  # "a command came through the pipe" (doorbell requests are numbered f
 PARENT_GONE = -2  # every event is non-zero, so spin_until takes each as found)
 STEPPED_QUIETLY = Outcome(True, EMPTY_STEP_REPLY)  # a doorbell step answered with nothing to say
 SLOTS = -3  # "envs have new requests in their slots" (asynchronous batches)
+CUT_MID_MESSAGE = "lost its pipe: a Ctrl-C cut a message to or from it in half"
 
 
 def _poller(conn: Connection) -> Any:
@@ -90,7 +92,7 @@ def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell
     """Step as the doorbell asks; a pipe message goes only with infos or an error."""
     outcome = server.step_for_doorbell()
     if outcome is not None:
-        _reply(conn, outcome, Command.STEP)
+        _reply(conn, outcome, Command.STEP, server.first_index)
     bell.answer(seq, has_message=outcome is not None)
 
 
@@ -107,18 +109,43 @@ def _die_with_parent() -> None:
         pass
 
 
-def _reply(conn: Connection, outcome: Outcome, command: int) -> None:
+def _reply(conn: Connection, outcome: Outcome, command: int, first_index: int) -> None:
     """Send the outcome; a reply that cannot be pickled becomes a failure naming why."""
     try:
         conn.send(outcome)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        method = Command(command).name.lower()
-        conn.send(Outcome(False, WorkerFailure.from_exception(exc, f"{method} (sending its result)")))
+        conn.send(Outcome(False, _unpicklable(outcome.value, Command(command).name.lower(), first_index, exc)))
+
+
+def _unpicklable(reply: Any, method: str, first_index: int, exc: Exception) -> WorkerFailure:
+    """Why ``reply`` cannot be pickled: the first env info that cannot, naming the env."""
+    reason = f"{type(exc).__name__}: {exc}"
+    for what, source, infos in _infos_of(reply):
+        for k, info in infos:
+            try:
+                ForkingPickler.dumps(info)
+            except Exception as info_exc:  # whatever pickling raises, this info is the culprit
+                i = first_index + k
+                return WorkerFailure(i, method, f"the {what} env {i} returned from {source}() cannot be pickled to "
+                                                f"reach the parent process ({type(info_exc).__name__}: {info_exc}); "
+                                                "keep infos to picklable values", "")
+    return WorkerFailure(None, method, f"the result of {method}() cannot be pickled to reach the parent process "
+                                       f"({reason}); return picklable values", "")
+
+
+def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
+    """The per-env infos a reply carries: (what, the env method, (k, info) pairs)."""
+    if isinstance(reply, StepReply):
+        return [("info", "step", reply.infos.items()), ("reset info", "reset", reply.reset_infos.items())]
+    if isinstance(reply, ResetReply):
+        return [("reset info", "reset", enumerate(reply.infos))]
+    return []
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin: bool = False) -> None:
-    """Serve commands until CLOSE, or until the parent is gone."""
+                spin: bool = False, running: Any = None) -> None:
+    """Serve commands until CLOSE, or until the parent is gone; keep ``running`` (a shared
+    int) at 1 + the env being called, so the parent can name it should this process die."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since start()
@@ -126,6 +153,8 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     if use_pdeathsig:
         _die_with_parent()
     server = SharedSliceServer(env_fns.x, first_index)
+    if running is not None and server.slice is not None:
+        server.slice.track_running(memoryview(running).cast("B").cast("q"))
     poller, spinner, last_seq = _poller(conn), Spin(spin), 0
     try:
         while True:
@@ -146,7 +175,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
                 continue
             if command == Command.ATTACH_SHARED:
                 payload = receive_attach(conn, payload)
-            _reply(conn, server.handle(command, payload), command)
+            _reply(conn, server.handle(command, payload), command, server.first_index)
             if command == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -205,19 +234,26 @@ class SubprocWorker(Worker):
         self._bell_seq = 0  # the doorbell request awaiting its answer (0: none)
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
+        self._running = ctx.RawValue("q", 0)  # 1 + the env the worker is calling (0: none)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
         # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
         self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
-            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin),
+            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()
         child_conn.close()
 
+    def running_env(self) -> int | None:
+        running = int(self._running.value)
+        return running - 1 if running > 0 else None
+
     def send(self, command: Command, payload: Any) -> None:
         if self.conn.closed:
             raise WorkerDied("was stopped")
+        if self.broken:
+            raise WorkerDied(CUT_MID_MESSAGE)
         if command == Command.STEP and payload is None and self.bell is not None and not self.bell.sleeping():
             self._bell_seq = self.bell.ring()  # actions are in shared memory already
             return
@@ -229,6 +265,9 @@ class SubprocWorker(Worker):
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
             raise WorkerDied(describe_exit(self.process.exitcode)) from exc
+        except BaseException as exc:
+            self.broken = not isinstance(exc, Exception)  # a Ctrl-C mid-message (a pickling error sends nothing)
+            raise
 
     def recv(self) -> Outcome:
         if self._bell_seq and self.bell is not None:
@@ -243,6 +282,9 @@ class SubprocWorker(Worker):
                 return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             pass
+        except BaseException:  # a Ctrl-C mid-message: the rest of it is still in the pipe
+            self.broken = True
+            raise
         self.process.join(1.0)
         raise WorkerDied(describe_exit(self.process.exitcode))
 
@@ -296,13 +338,15 @@ class SubprocWorker(Worker):
         return bool(self._poller.poll(0))
 
     def shutdown(self, timeout: float) -> None:
+        """Give the process ``timeout`` s to exit (CLOSE was answered), then kill it."""
         if self.conn.closed:
             return
         self.process.join(timeout)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(1.0)
         self.kill()
+
+    def forget(self) -> None:
+        mp.process._children.discard(self.process)  # type: ignore[attr-defined]  # see fork_safety
+        self.conn.close()  # this process's copy of the pipe only
 
     def kill(self) -> None:
         if self.conn.closed:

@@ -37,6 +37,9 @@ class LocalWorker(Worker):
         self._command = None
         return self.server.handle(command, payload)
 
+    def cancel(self) -> None:
+        self._command = None  # a Ctrl-C came before it ran: its reply is not wanted any more
+
     @classmethod
     def wait(cls, workers: Sequence[LocalWorker], timeout: float | None) -> list[LocalWorker]:
         return list(workers)

@@ -33,7 +33,8 @@ from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["DRAIN_TIMEOUT_S", "Messenger"]
 
-DRAIN_TIMEOUT_S = 1.0
+DRAIN_TIMEOUT_S = 1.0  # late replies (a call given up on: timeout, Ctrl-C), all workers together
+
 
 class Messenger:
     """Sends commands to ``workers`` and collects one outcome per command.
@@ -55,6 +56,7 @@ class Messenger:
         """Send ``command``; a dead worker's outcome is a failure, collected like a reply."""
         if w in self.awaiting:
             self.drain(w)
+        self._outcomes.pop(w, None)  # the reply to a call given up on (a timeout) is stale now
         try:
             self.workers[w].send(command, payload)
         except WorkerDied as died:
@@ -64,12 +66,33 @@ class Messenger:
 
     def drain(self, w: int) -> None:
         """Discard the reply of a command the caller gave up on (timeout, Ctrl-C)."""
+        self.drain_all([w], time.monotonic() + DRAIN_TIMEOUT_S)
+
+    def drain_all(self, ws: Iterable[int], deadline: float) -> list[int]:
+        """Discard the late replies of workers ``ws``, all within one ``deadline``. Kill
+        those still busy then (returned), and those whose pipe a Ctrl-C cut mid-message;
+        a command the parent's own slice has not run yet is just dropped."""
+        ws = [w for w in ws if w in self.awaiting]
+        for w in [w for w in ws if self.workers[w].is_local]:
+            self.workers[w].cancel()
+            self.awaiting.pop(w)
+        ws = [w for w in ws if w in self.awaiting]
+        broken = [w for w in ws if self.workers[w].broken]
+        late: list[int] = []
         try:
-            self.gather([w], DRAIN_TIMEOUT_S, "drain")
+            self.gather([w for w in ws if w not in broken], max(0.0, deadline - time.monotonic()), "drain")
         except EnvTimeoutError:
+            late = [w for w in ws if w in self.awaiting and w not in broken]
+        for w in broken + late:
             self.workers[w].kill()
-            self.awaiting.pop(w, None)
-        self._outcomes.pop(w, None)
+            self.forget(w)
+        for w in ws:
+            self._outcomes.pop(w, None)
+        return late
+
+    def arrived(self, ws: Iterable[int]) -> dict[int, Outcome]:
+        """The outcomes of ``ws`` that arrived (after a gather ran past its timeout)."""
+        return {w: self._outcomes.pop(w) for w in ws if w in self._outcomes}
 
     def forget(self, w: int) -> None:
         """Drop what is due from worker ``w`` (it was killed)."""
@@ -109,6 +132,8 @@ class Messenger:
         return {w: self._outcomes.pop(w) for w in done}
 
     def _collect(self, worker: Worker) -> None:
+        if worker.is_local:  # it runs now: nothing stays due from it, even if a Ctrl-C stops it
+            self.awaiting.pop(worker.index, None)
         try:
             self._outcomes[worker.index] = worker.recv()
         except WorkerDied as died:
@@ -138,15 +163,18 @@ class Messenger:
     def error(self, w: int, failure: WorkerFailure | WorkerDied, method: str) -> EnvWorkerError:
         """The error the caller raises for worker ``w``'s failure or death during ``method``."""
         worker = self.workers[w]
+        envs = f"envs {worker.first_index}..{worker.stop - 1}"
         if isinstance(failure, WorkerDied):
+            running = worker.running_env()  # the env it was in when it died, if the transport knows
+            where = f"worker {w} ({envs})" if running is None else f"env {running} (worker {w}, {envs})"
             return EnvWorkerError(
-                f"worker {w} (envs {worker.first_index}..{worker.stop - 1}) {failure.reason} during "
-                f"{method}()", env_index=worker.first_index, worker_index=w, method=method)
+                f"{where} {failure.reason} during {method}()", worker_index=w, method=method,
+                env_index=worker.first_index if running is None else running, env_indices=worker.env_indices)
         where = f"env {failure.env_index}" if failure.env_index is not None else f"worker {w}"
         return EnvWorkerError(
             f"{where} (worker {w}) raised in {failure.method}(): {failure.summary}\n\n"
             f"Remote traceback:\n{failure.traceback}",
-            env_index=failure.env_index, worker_index=w, method=failure.method,
+            env_index=failure.env_index, env_indices=worker.env_indices, worker_index=w, method=failure.method,
             remote_traceback=failure.traceback)
 
     def _timeout_error(self, waiting: Sequence[int], method: str, timeout: float) -> EnvTimeoutError:

@@ -101,6 +101,7 @@ class WorkerFailure:
             env_index, method = exc.env_index, exc.method
             exc = exc.__cause__ or exc
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        traceback.clear_frames(exc.__traceback__)  # their locals (views of shared memory) go now
         return cls(env_index, method, f"{type(exc).__name__}: {exc}", text)
 
 

@@ -29,6 +29,8 @@ class Worker(ABC):
     """
 
     is_local = False  #: True for a slice the parent steps itself (LocalWorker)
+    #: True once a message to or from it was cut in half (a Ctrl-C): it can only be killed
+    broken = False
 
     def __init__(self, index: int, first_index: int, stop: int) -> None:
         self.index = index
@@ -59,3 +61,15 @@ class Worker(ABC):
     @abstractmethod
     def kill(self) -> None:
         """End the worker now (it failed or hangs)."""
+
+    def running_env(self) -> int | None:
+        """The env whose call the worker is running (global index), if the transport knows."""
+        return None
+
+    def cancel(self) -> None:
+        """Forget the command sent, if it has not run yet (the parent's own slice)."""
+        return None  # a remote worker runs its command as it arrives: nothing to take back
+
+    def forget(self) -> None:
+        """In a forked child: drop the worker without touching it (it is the parent's)."""
+        return None  # nothing of it is held in this process by default

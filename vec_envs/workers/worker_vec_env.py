@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import math
 import os
+import time
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from vec_envs.arguments import check_timeout
 from vec_envs.checks import check_int
-from vec_envs.errors import EnvTimeoutError, EnvWorkerError
-from vec_envs.spaces.batching import BatchBuffers, copy_obs, write_rows
+from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
+from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size, write_rows
 from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.workers import fork_safety
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.local_worker import LocalWorker
-from vec_envs.workers.messenger import Messenger
+from vec_envs.workers.messenger import DRAIN_TIMEOUT_S, Messenger
 from vec_envs.workers.protocol import (
     Arrays,
     Command,
@@ -48,7 +52,10 @@ from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["WorkerVecEnv", "resolve_in_series", "split_into_slices"]
 
-CLOSE_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 10.0  # close(): every worker together closes its envs within this, or is killed
+EXIT_TIMEOUT_S = 1.0  # a worker that answered CLOSE has this long to exit before it is killed
+KILLED_AT_CLOSE = ("{cls}.close(): envs {envs} (workers {workers}) were still busy after {seconds:.1f} s and were "
+                   "killed (their envs were not closed)")
 
 
 def available_cpus() -> int:
@@ -96,10 +103,12 @@ class WorkerVecEnv(VecEnvBase):
         if len(env_fns) == 0:
             raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
         check_batch_size(batch_size, len(env_fns), type(self).__name__)  # before any worker starts
-        self.restart_policy = RestartPolicy(on_error, max_restarts)
+        self.restart_policy = RestartPolicy(on_error, check_int("max_restarts", max_restarts, minimum=0))
         self._env_fns = list(env_fns)
         self.in_series = resolve_in_series(in_series, len(env_fns))
-        self.copy, self.timeout = copy, timeout
+        self.copy, self.timeout = copy, check_timeout(timeout)
+        self.close_timeout = CLOSE_TIMEOUT_S  #: seconds close() gives all workers together
+        self._owner_pid = os.getpid()  # a forked child's copy leaves the workers alone
         self.step_in_parent = step_in_parent
         self._shared_actions: np.ndarray | None = None
         self._batch_size = batch_size
@@ -108,6 +117,7 @@ class WorkerVecEnv(VecEnvBase):
         self.messenger = Messenger(type(self).__name__, self.workers, self.worker_class)
         self._resources: list[Any] = []
         self._finalizer = weakref.finalize(self, _kill_all, self.workers, self._resources)
+        fork_safety.register(self)
         try:
             self._start(split_into_slices(len(env_fns), self.in_series))
         except BaseException:
@@ -172,8 +182,10 @@ class WorkerVecEnv(VecEnvBase):
         to share memory with their workers.
         """
         worker = self.workers[w]
-        if isinstance(worker, LocalWorker):
+        if isinstance(worker, LocalWorker) and is_fixed_size(self.observation_space):
             worker.server.attach(self.buffers.view(worker.first_index, worker.stop))
+        # (observations of no fixed size are batched in lists, and a slice of a list is a
+        # copy: the local worker then returns its rows, as a remote one does)
 
     # --------------------------------------------------------------- reset / step
     def reset_async(self) -> None:
@@ -186,6 +198,7 @@ class WorkerVecEnv(VecEnvBase):
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
         """Wait for the reset started by ``reset_async``; returns the batched observations."""
         self._check_pending("reset_wait", "reset")
+        timeout = check_timeout(timeout, "reset_wait(): timeout")
         return self._finish_pending(lambda: self._reset_wait(timeout))
 
     def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
@@ -198,7 +211,7 @@ class WorkerVecEnv(VecEnvBase):
             self.messenger.send(worker.index, Command.RESET, ResetRequest(own_seeds))
 
     def _reset_wait(self, timeout: float | None) -> VecEnvObs:
-        outcomes = self.messenger.gather(range(len(self.workers)), timeout or self.timeout, "reset")
+        outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "reset")
         for w, (ok, value) in outcomes.items():
             if ok:
                 self._store_reset(w, value)
@@ -217,6 +230,10 @@ class WorkerVecEnv(VecEnvBase):
         self.buffers.rewards[start:start + len(arrays.rewards)] = arrays.rewards
         self.buffers.dones[start:start + len(arrays.dones)] = arrays.dones
 
+    def _wait_timeout(self, timeout: float | None) -> float | None:
+        """A wait's limit: ``timeout`` if given (0: don't wait), else the constructor's."""
+        return self.timeout if timeout is None else timeout
+
     def _observations(self) -> VecEnvObs:
         return copy_obs(self.buffers.obs) if self.copy else self.buffers.obs
 
@@ -229,7 +246,7 @@ class WorkerVecEnv(VecEnvBase):
             self.messenger.send(worker.index, Command.STEP, actions[worker.first_index:worker.stop] if own else None)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        outcomes = self.messenger.gather(range(len(self.workers)), timeout or self.timeout, "step")
+        outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "step")
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for w, (ok, value) in outcomes.items():
             if ok:
@@ -270,7 +287,7 @@ class WorkerVecEnv(VecEnvBase):
         self.batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        obs, rewards, dones, infos, env_ids = self.batches.recv(count, self.timeout if timeout is None else timeout)
+        obs, rewards, dones, infos, env_ids = self.batches.recv(count, self._wait_timeout(timeout))
         return obs, rewards, dones, infos, env_ids
 
     def returned_envs(self) -> np.ndarray:
@@ -381,24 +398,73 @@ class WorkerVecEnv(VecEnvBase):
         self._batches = None
 
     def close_extras(self) -> None:
-        """Ask every worker to close its envs, then end the workers and free the buffers."""
+        """Ask every worker to close its envs, then end the workers and free the buffers.
+
+        One deadline (``close_timeout``) covers every worker together: late replies are
+        drained, CLOSE is answered, processes exit. A worker still busy then is killed and
+        a RuntimeWarning names its envs; one whose pipe a Ctrl-C cut is killed at once.
+        """
+        if os.getpid() != self._owner_pid:
+            self._drop_views()
+            return  # a forked copy: the workers are the parent's (see fork_safety)
+        start = time.monotonic()
+        deadline = start + self.close_timeout
+        late: list[int] = []
+        closed: list[int] = []
         failure = None
         try:
             if self._batches is not None:
                 self._batches.abort()  # envs still in flight: let them finish, read what is due
-            for w in list(self.messenger.awaiting):
-                self.messenger.drain(w)
-            for worker in self.workers:
-                self.messenger.send(worker.index, Command.CLOSE, None)
-            outcomes = self.messenger.gather(range(len(self.workers)), CLOSE_TIMEOUT_S, "close")
-            failure = next((self.messenger.error(w, v, "close") for w, (ok, v) in outcomes.items()
-                            if not ok and not isinstance(v, WorkerDied)), None)
-        except EnvTimeoutError:
-            pass  # the workers still busy are killed below
+            late = self.messenger.drain_all(list(self.messenger.awaiting), min(deadline, start + DRAIN_TIMEOUT_S))
+            ws = [w for w in range(len(self.workers)) if w not in late and not self.workers[w].broken]
+            closed, failure = self._close_workers(ws, deadline)
+            late += [w for w in ws if w not in closed and w in self.messenger.awaiting]
         finally:
-            for worker in self.workers:
-                worker.shutdown(CLOSE_TIMEOUT_S)
+            self._end_workers(closed, deadline)
             self._drop_views()
             self._finalizer()
+        if late:
+            envs = [i for w in sorted(late) for i in self.workers[w].env_indices]
+            warnings.warn(KILLED_AT_CLOSE.format(cls=type(self).__name__, envs=envs, workers=sorted(late),
+                                                 seconds=time.monotonic() - start), RuntimeWarning, stacklevel=4)
         if failure is not None:
             raise failure
+
+    def _close_workers(self, ws: list[int], deadline: float) -> tuple[list[int], EnvWorkerError | None]:
+        """Send CLOSE to workers ``ws``: those that answered by ``deadline``, and the first
+        env failure in closing (raised once everything is released)."""
+        for w in ws:
+            self.messenger.send(w, Command.CLOSE, None)
+        try:
+            outcomes = self.messenger.gather(ws, max(0.0, deadline - time.monotonic()), "close")
+        except EnvTimeoutError:
+            outcomes = self.messenger.arrived(ws)
+        closed = [w for w, (ok, v) in outcomes.items() if ok or not isinstance(v, WorkerDied)]
+        failure = next((self.messenger.error(w, v, "close") for w, (ok, v) in outcomes.items()
+                        if not ok and not isinstance(v, WorkerDied)), None)
+        return closed, failure
+
+    def _end_workers(self, closed: list[int], deadline: float) -> None:
+        """Let the workers that answered CLOSE exit (by ``deadline``, within a second);
+        kill every other one now."""
+        for worker in self.workers:
+            if worker.index not in closed:
+                worker.kill()
+        exit_by = min(deadline, time.monotonic() + EXIT_TIMEOUT_S)
+        for w in closed:
+            self.workers[w].shutdown(max(0.0, exit_by - time.monotonic()))
+        for w in range(len(self.workers)):
+            self.messenger.forget(w)
+
+    # ------------------------------------------------------------------ fork safety
+    def forget_workers_after_fork(self) -> None:
+        """In a forked child: leave the workers to the parent (called by ``fork_safety``)."""
+        self._finalizer.detach()
+        for worker in self.workers:
+            worker.forget()
+
+    def _check_open(self, method: str) -> None:
+        super()._check_open(method)
+        if os.getpid() != self._owner_pid:
+            raise VecEnvError(fork_safety.FORKED_COPY.format(cls=type(self).__name__, method=method,
+                                                             owner=self._owner_pid, pid=os.getpid()))
