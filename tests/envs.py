@@ -51,6 +51,14 @@ class SeededEnv(gym.Env):
         return ("pong", x * scale)
 
 
+class OptionsEnv(SeededEnv):
+    """A SeededEnv whose reset info says which options it was reset with (None: none)."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {**info, "options": options}
+
+
 class DictObsEnv(gym.Env):
     """Nested Dict / Tuple observations over every leaf kind."""
 

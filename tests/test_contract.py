@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from tests.backends import BACKENDS
-from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, SeededEnv
+from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, OptionsEnv, SeededEnv
 from vec_envs import tile_images
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
+from wrappers import VecMonitor
 
 pytestmark = pytest.mark.parametrize("make", BACKENDS)
 
@@ -83,6 +84,61 @@ def test_seed_list_of_wrong_length_is_a_clear_error(make, closing):
     venv = closing(make(seeded_fns()))
     with pytest.raises(ValueError, match="expected 4 seeds"):
         venv.seed([1, 2])
+
+
+def reset_options(venv):
+    return [info["options"] for info in venv.reset_infos]
+
+
+def test_set_options_reach_every_env_at_the_next_reset_only(make, closing):
+    venv = closing(make([functools.partial(OptionsEnv, length=1 + i % 2) for i in range(N)]))
+    venv.set_options({"level": 3})
+    venv.reset()
+    assert reset_options(venv) == [{"level": 3}] * N
+    venv.step(np.zeros(N, np.int64))  # envs 0 and 2 end and auto-reset: without options
+    assert reset_options(venv) == [None, {"level": 3}, None, {"level": 3}]
+    venv.set_options([{"level": i} for i in range(N - 1)] + [None])
+    venv.reset()
+    assert reset_options(venv) == [{"level": 0}, {"level": 1}, {"level": 2}, {}]
+    venv.reset()
+    assert reset_options(venv) == [None] * N
+
+
+def test_set_options_through_async_reset_and_a_wrapper(make, closing):
+    venv = closing(VecMonitor(make([OptionsEnv] * N, batch_size=2)))
+    venv.set_options([{"level": i} for i in range(N)])
+    venv.async_reset()
+    seen = {}
+    for _ in range(2):
+        _, _, _, infos, env_ids = venv.recv()
+        seen.update({int(i): info["options"] for i, info in zip(env_ids, infos)})
+    assert seen == {i: {"level": i} for i in range(N)}
+    venv.send(np.zeros(2, np.int64), env_ids)
+    venv.recv()
+    venv.reset()
+    assert reset_options(venv) == [None] * N
+    backend = venv.unwrapped
+    if hasattr(backend, "reset_async"):  # the worker backends' split reset
+        backend.set_options({"level": 9})
+        backend.reset_async()
+        backend.reset_wait()
+        assert reset_options(backend) == [{"level": 9}] * N
+
+
+def test_set_options_bad_input_is_a_clear_error(make, closing):
+    venv = closing(make([OptionsEnv] * N))
+    with pytest.raises(ValueError, match=r"set_options\(\): expected a dict for every env or a list of 4 "
+                                         r"\(one per env\), received a list of 2"):
+        venv.set_options([{}, {}])
+    with pytest.raises(TypeError, match=r"set_options\(\): env 1's options must be a dict or None, received 3 \(int\)"):
+        venv.set_options([{}, 3, {}, {}])
+    with pytest.raises(TypeError, match=r"set_options\(\): expected a dict .* received 'fast' \(str\)"):
+        venv.set_options("fast")
+    venv.reset()
+    assert reset_options(venv) == [None] * N  # nothing was kept from the refused calls
+    venv.close()
+    with pytest.raises(ClosedEnvironmentError, match=r"set_options\(\) called after close"):
+        venv.set_options({})
 
 
 def test_dict_and_tuple_observations(make, closing):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from tests.envs import SeededEnv
+from tests.envs import OptionsEnv, SeededEnv
 from tests.helpers import assert_same
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3
@@ -90,11 +90,23 @@ def test_to_gymnasium_errors_name_the_mistake(closing):
     with pytest.raises(TypeError, match="expected a vec_envs VecEnv.*received SyncVectorEnv"):
         to_gymnasium(SyncVectorEnv([cartpole]))
     envs = closing(to_gymnasium(DummyVecEnv([cartpole])))
-    with pytest.raises(ValueError, match=r"received options=\{'x': 1\}.*env_kwargs"):
-        envs.reset(options={"x": 1})
+    with pytest.raises(TypeError, match=r"set_options\(\): expected a dict .* received 7 \(int\)"):
+        envs.reset(options=7)
     envs.close()
     with pytest.raises(Exception, match="called after close"):
         envs.step(np.zeros(1, int))
+
+
+@pytest.mark.parametrize("name", ["dummy", "subproc"])
+def test_to_gymnasium_reset_options_reach_every_env_for_that_reset(name, closing):
+    envs = closing(to_gymnasium(backend(name, [functools.partial(OptionsEnv, length=1)] * 3)))
+    obs, infos = envs.reset(seed=0, options={"level": 2})
+    assert infos["options"]["level"].tolist() == [2, 2, 2] and infos["options"]["_level"].all()
+    np.testing.assert_array_equal(obs[1], SeededEnv().reset(seed=1)[0])
+    _, _, terminations, _, infos = envs.step(np.zeros(3, int))  # every episode ends: auto-reset
+    assert terminations.all() and list(infos["options"]) == [None] * 3
+    _, infos = envs.reset()
+    assert list(infos["options"]) == [None] * 3
 
 
 def test_to_gymnasium_call_get_attr_set_attr(closing):
@@ -230,9 +242,20 @@ def test_to_sb3_errors_name_the_mistake(closing):
     with pytest.raises(TypeError, match="to_sb3.*received SyncVectorEnv"):
         to_sb3(closing(SyncVectorEnv([cartpole])))
     env = closing(to_sb3(DummyVecEnv([cartpole])))
-    env.set_options(None)
-    with pytest.raises(NotImplementedError, match="without options.*env_kwargs"):
-        env.set_options({"low": 0})
+    with pytest.raises(ValueError, match=r"set_options\(\): expected a dict for every env or a list of 1"):
+        env.set_options([{}, {}])
+
+
+def test_to_sb3_set_options_reach_the_envs_at_the_next_reset(closing):
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+
+    ours = to_sb3(SubprocVecEnv([OptionsEnv] * 2, in_series=1, context="fork"))
+    env = closing(SB3VecNormalize(ours))
+    env.set_options([{"level": 0}, {"level": 1}])  # through SB3's wrapper to ours
+    env.reset()
+    assert [info["options"] for info in ours.reset_infos] == [{"level": 0}, {"level": 1}]
+    env.reset()
+    assert [info["options"] for info in ours.reset_infos] == [None, None]
 
 
 # ------------------------------------------------------------------ the overhead script

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_timeout", "resolve_index", "resolve_indices", "resolve_seeds"]
+__all__ = ["check_timeout", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
 
@@ -103,6 +103,34 @@ def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
     if len(seeds) != num_envs:
         raise ValueError(f"seed(): expected {num_envs} seeds (one per env), received {len(seeds)}")
     return seeds
+
+
+def resolve_options(options: Any, num_envs: int) -> list[dict[str, Any]]:
+    """One reset-options dict per env: ``options`` for each (a copy), or the entries of a
+    list of ``num_envs`` dicts; None means ``{}`` (no options).
+
+    Example:
+        >>> resolve_options({"level": 2}, 2)
+        [{'level': 2}, {'level': 2}]
+        >>> resolve_options([{}, {"level": 3}], 2)
+        [{}, {'level': 3}]
+        >>> resolve_options([{}], 2)
+        Traceback (most recent call last):
+        ValueError: set_options(): expected a dict for every env or a list of 2 (one per env), received a list of 1
+    """
+    if options is None or isinstance(options, dict):
+        return [dict(options or {}) for _ in range(num_envs)]
+    if not isinstance(options, (list, tuple)):
+        raise TypeError(f"set_options(): expected a dict (for every env), a list of {num_envs} dicts or None, "
+                        f"received {options!r} ({type(options).__name__})")
+    if len(options) != num_envs:
+        raise ValueError(f"set_options(): expected a dict for every env or a list of {num_envs} (one per env), "
+                         f"received a {type(options).__name__} of {len(options)}")
+    for i, entry in enumerate(options):
+        if not (entry is None or isinstance(entry, dict)):
+            raise TypeError(f"set_options(): env {i}'s options must be a dict or None, received {entry!r} "
+                            f"({type(entry).__name__})")
+    return [dict(entry or {}) for entry in options]
 
 
 def check_timeout(timeout: Any, name: str = "timeout") -> float | None:

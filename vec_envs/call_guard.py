@@ -20,8 +20,8 @@ __all__ = ["GUARDED_METHODS", "CallGuard", "guard_methods"]
 #: the public methods that run under the guard (whichever class defines them)
 GUARDED_METHODS = frozenset({
     "reset", "step", "step_async", "step_wait", "reset_async", "reset_wait", "async_reset", "recv", "send",
-    "seed", "reset_single_env", "get_attr", "set_attr", "env_method", "env_is_wrapped", "get_images", "render",
-    "close", "get_states", "set_states", "sync_states", "step_batch",
+    "seed", "set_options", "reset_single_env", "get_attr", "set_attr", "env_method", "env_is_wrapped",
+    "get_images", "render", "close", "get_states", "set_states", "sync_states", "step_batch",
 })
 CONCURRENT = ("{cls}.{method}() called from thread {me!r} while thread {owner!r} is inside {cls}.{running}(); "
               "a VecEnv serves one caller at a time: call it from one thread, or hold your own lock around it")

@@ -67,15 +67,15 @@ class DummyVecEnv(VecEnvBase):
         self.copy = copy
         self.reset_infos = self.slice.reset_infos
         self._actions: Any = None
-        #: envs in flight, sent longest ago first: (env index, ("reset", seed) or ("step", action))
+        #: envs in flight, sent longest ago first: (env index, ("reset", (seed, options)) or ("step", action))
         self._queue: deque[tuple[int, tuple[str, Any]]] = deque()
 
     def _out(self) -> VecEnvObs:
         obs = self.slice.buffers.obs
         return copy_obs(obs) if self.copy else obs
 
-    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
-        _run(self.slice.reset, seeds)
+    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        _run(self.slice.reset, seeds, options)
         return self._out()
 
     def _step_async(self, actions: Any) -> None:
@@ -90,9 +90,11 @@ class DummyVecEnv(VecEnvBase):
         return _run(self.slice.reset_one, index, seed)
 
     # ------------------------------------------------------- asynchronous batches
-    def _async_reset(self, seeds: list[int | None] | None) -> None:
+    def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
         self._queue.clear()
-        self._queue.extend((i, ("reset", None if seeds is None else seeds[i])) for i in range(self.num_envs))
+        for i in range(self.num_envs):
+            self._queue.append((i, ("reset", (None if seeds is None else seeds[i],
+                                              None if options is None else options[i]))))
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
         self._queue.extend((int(i), ("step", actions[j])) for j, i in enumerate(env_ids))
@@ -106,9 +108,9 @@ class DummyVecEnv(VecEnvBase):
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids
 
     def _advance(self, i: int, kind: str, value: Any) -> dict[str, Any]:
-        """Reset (with seed ``value``) or step (with action ``value``) env ``i``; its info."""
+        """Reset (with ``value = (seed, options)``) or step (with action ``value``) env ``i``; its info."""
         if kind == "reset":
-            return dict(self.slice.reset_env(i, value))
+            return dict(self.slice.reset_env(i, *value))
         return self.slice.step_env(i, value)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
+from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.checks import check_int
@@ -73,12 +73,13 @@ class VecEnvBase(ABC):
         self.closed = False
         self._pending: str | None = None
         self._seeds: list[int | None] | None = None
+        self._options: list[dict[str, Any]] | None = None  # from set_options(), for the next reset
         self._viewer: Any = None
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
-    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
-        """Reset every env (env i with ``seeds[i]`` when given) and return the batch."""
+    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        """Reset every env (env i with ``seeds[i]`` and ``options[i]`` when given); the batch."""
 
     @abstractmethod
     def _step_async(self, actions: Any) -> None:
@@ -113,8 +114,8 @@ class VecEnvBase(ABC):
     def get_images(self) -> list[np.ndarray]:
         """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
 
-    def _async_reset(self, seeds: list[int | None] | None) -> None:
-        """Start resetting every env (env i with ``seeds[i]`` when given); return at once."""
+    def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
+        """Start resetting every env (env i with ``seeds[i]`` and ``options[i]`` when given)."""
         raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="async_reset"))
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
@@ -144,11 +145,18 @@ class VecEnvBase(ABC):
 
     # ---------------------------------------------------------- control flow
     def reset(self) -> VecEnvObs:
-        """Reset every env; returns the batched first observations (seeds from ``seed()``)."""
+        """Reset every env; returns the batched first observations (seeds from ``seed()``,
+        options from ``set_options()``)."""
         self._check_idle("reset")
-        seeds, self._seeds = self._seeds, None
+        seeds, options = self._take_reset_args()
         self._async.clear()
-        return self._reset(seeds)
+        return self._reset(seeds, options)
+
+    def _take_reset_args(self) -> tuple[list[int | None] | None, list[dict[str, Any]] | None]:
+        """The seeds and options for this reset; the next one has none unless set again."""
+        seeds, self._seeds = self._seeds, None
+        options, self._options = self._options, None
+        return seeds, options
 
     def step_async(self, actions: Any) -> None:
         """Start a step with one action per env."""
@@ -183,7 +191,8 @@ class VecEnvBase(ABC):
 
     # ------------------------------------------------------- asynchronous batches
     def async_reset(self) -> None:
-        """Start resetting every env (seeds from ``seed()``); ``recv`` returns them as they finish.
+        """Start resetting every env (seeds from ``seed()``, options from ``set_options()``);
+        ``recv`` returns them as they finish.
 
         Example:
             >>> import gymnasium as gym
@@ -199,9 +208,9 @@ class VecEnvBase(ABC):
             >>> venv.close()
         """
         self._check_idle("async_reset")
-        seeds, self._seeds = self._seeds, None
+        seeds, options = self._take_reset_args()
         self._async.clear()
-        self._async_reset(seeds)
+        self._async_reset(seeds, options)
         self._async.start_all()
 
     def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
@@ -243,6 +252,28 @@ class VecEnvBase(ABC):
         self._check_open("seed")
         self._seeds = resolve_seeds(seed, self.num_envs)
         return list(self._seeds)
+
+    def set_options(self, options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Reset the envs with ``options`` at the NEXT ``reset()`` (or ``async_reset()``) only.
+
+        One dict for every env, or a list of ``num_envs`` dicts (one per env); each env
+        gets ``env.reset(options=...)``. As in Stable-Baselines3 the options apply to that
+        one reset: the auto-resets after it, and later resets, get none.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("FrozenLake-v1")] * 2)
+            >>> venv.set_options([{}, {"bad": 1}])   # FrozenLake ignores unknown options
+            >>> venv.reset().tolist()
+            [0, 0]
+            >>> venv.set_options([{}])
+            Traceback (most recent call last):
+            ValueError: set_options(): expected a dict for every env or a list of 2 (one per env), received a list of 1
+            >>> venv.close()
+        """
+        self._check_open("set_options")
+        self._options = resolve_options(options, self.num_envs)
 
     def reset_single_env(self, index: int) -> Any:
         """Reset env ``index`` alone; returns its (unbatched) first observation."""

@@ -105,7 +105,7 @@ class VecEnvWrapper(VecEnvBase):
                                                          where=work, needed=needed))
 
     # The hooks are never reached: the public methods above forward directly.
-    def _reset(self, seeds: Any) -> VecEnvObs:
+    def _reset(self, seeds: Any, options: Any) -> VecEnvObs:
         return self.venv.reset()
 
     def _step_async(self, actions: Any) -> None:
@@ -122,6 +122,9 @@ class VecEnvWrapper(VecEnvBase):
 
     def seed(self, seed: Any = None) -> list[int | None]:
         return self.venv.seed(seed)
+
+    def set_options(self, options: Any = None) -> None:
+        self.venv.set_options(options)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         return self.venv.get_attr(attr_name, indices)

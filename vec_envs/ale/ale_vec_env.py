@@ -9,6 +9,7 @@ scores in ``infos[i]["episode"]``, ``seed()``, timeouts and the recv/send batche
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,9 @@ ALTERNATIVE = ("make_atari_env(game, n, vec_env_cls=SubprocVecEnv) runs the same
                "Python envs that support it")
 NO_ENV_OBJECTS = ("ALEVecEnv.{call}: the emulators live inside ale-py's C++ engine, there are no Python env "
                   "objects to reach (get_attr answers only {known}); " + ALTERNATIVE)
+NO_OPTIONS = ("ALEVecEnv.set_options(): received options {options!r}, but ale-py's vector engine resets "
+              "its emulators with a seed only (reset options reach no Python env); give the options to "
+              "ALEVecEnv itself (ALEVecEnv(game, n, noop_max=..., ...)), or " + ALTERNATIVE)
 NO_STATES = ("ALEVecEnv.{method}(): ale-py's vector engine exposes no emulator states, so "
              "ALEVecEnv cannot plan; " + ALTERNATIVE + " (states from ALE's cloneState)")
 WHOLE_BATCHES = ("ALEVecEnv.{method}(): this ALEVecEnv was built with batch_size={batch_size} < "
@@ -106,10 +110,11 @@ class ALEVecEnv(VecEnvBase):
 
     What the engine cannot do raises ``EngineLimitError`` naming the alternative:
     ``set_attr`` / ``env_method`` and ``get_attr`` beyond ``render_mode``, ``spec``,
-    ``metadata`` and the spaces (no Python env objects), states for
-    planning, ``send`` to part of a batch, ``reset`` / ``step`` with ``batch_size <
-    num_envs``. A lost life under ``episode_life`` sets ``done`` but play goes on
-    from the same frame (``terminal_observation`` is that frame).
+    ``metadata`` and the spaces (no Python env objects), reset options
+    (``set_options`` takes only empty ones), states for planning, ``send`` to
+    part of a batch, ``reset`` / ``step`` with ``batch_size < num_envs``. A lost
+    life under ``episode_life`` sets ``done`` but play goes on from the same frame
+    (``terminal_observation`` is that frame).
 
     Example:
         >>> venv = ALEVecEnv("Breakout", num_envs=2, frame_stack=4, seed=0)
@@ -165,7 +170,7 @@ class ALEVecEnv(VecEnvBase):
             **self.options.engine_kwargs())
 
     # ------------------------------------------------------------ lock-step
-    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
+    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
         self._check_ordered("reset")
         self._drain("reset")
         env_ids = np.arange(self.num_envs)
@@ -196,7 +201,7 @@ class ALEVecEnv(VecEnvBase):
         return frames[0]
 
     # ---------------------------------------------------------- async batches
-    def _async_reset(self, seeds: list[int | None] | None) -> None:
+    def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
         self._drain("async_reset")
         obs, counters = self._engine.reset(np.arange(self.num_envs), _engine_seeds(seeds, self.num_envs))
         env_ids = counters["env_id"]
@@ -313,6 +318,12 @@ class ALEVecEnv(VecEnvBase):
                                                space=self.action_space))
 
     # ---------------------------------------------------- what it cannot do
+    def set_options(self, options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Only empty options (the engine resets with a seed alone): any other is an EngineLimitError."""
+        super().set_options(options)
+        if any(self._options or ()):
+            self._options = None
+            raise EngineLimitError(NO_OPTIONS.format(options=options))
     def _env_attributes(self) -> dict[str, Any]:
         """What every env of the engine is known to have, as a gymnasium env would."""
         return {"render_mode": self.render_mode, "spec": None, "metadata": dict(ENV_METADATA),

@@ -1,6 +1,7 @@
 """from_gymnasium: any ``gymnasium.vector.VectorEnv`` as a VecEnv (same-step auto-reset)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,8 @@ NEEDS_ENVS = ("FromGymnasiumVecEnv.{method}(indices={indices!r}): reaching some 
               "indices=None for every env")
 NO_STATES = ("FromGymnasiumVecEnv.{method}(): a gymnasium vector env gives no access to env states; "
              "build the envs with a vec_envs backend (DummyVecEnv, SubprocVecEnv) to plan")
+ONE_OPTIONS = ("FromGymnasiumVecEnv.set_options(): received {options!r}, but a gymnasium vector env "
+               "resets every env with the same options; give one dict for every env")
 
 
 class FromGymnasiumVecEnv(VecEnvBase):
@@ -58,10 +61,17 @@ class FromGymnasiumVecEnv(VecEnvBase):
         self._actions: Any = None
         self._asynchronous = isinstance(vector_env, AsyncVectorEnv)
 
-    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
-        obs, infos = self.vector_env.reset(seed=seeds)
+    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        obs, infos = self.vector_env.reset(seed=seeds, options=None if options is None else options[0])
         self.reset_infos = split_infos(infos, self.num_envs)
         return obs
+
+    def set_options(self, options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Options for the next ``reset()``: one dict, as gymnasium passes them to every env."""
+        super().set_options(options)
+        if self._options and any(entry != self._options[0] for entry in self._options):
+            self._options = None
+            raise ValueError(ONE_OPTIONS.format(options=options))
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         obs, reset_infos = self._reset_masked(np.arange(self.num_envs) == index, seed)

@@ -23,16 +23,13 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 __all__ = ["SB3VecEnv"]
 
-NO_OPTIONS = ("SB3VecEnv.set_options(): received {options!r}, but a vec_envs VecEnv resets its envs "
-              "without options; give them to the env factories instead (make_vec_env(..., env_kwargs=...))")
-
 
 class SB3VecEnv(VecEnv):
     """A VecEnv seen by Stable-Baselines3: its algorithms and VecEnv wrappers accept it.
 
     Both APIs share the baselines conventions (``(obs, rewards, dones, infos)``, same-step
     auto-reset with ``terminal_observation`` and ``TimeLimit.truncated``), so every call
-    is forwarded as it is; ``seed`` seeds the envs at the next ``reset``, as in SB3.
+    is forwarded as it is; ``seed`` and ``set_options`` apply at the next ``reset``, as in SB3.
 
     Args:
         venv: any VecEnv (a backend or a stack of our wrappers); closing this closes it.
@@ -68,8 +65,7 @@ class SB3VecEnv(VecEnv):
         return self.venv.seed(seed)
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        if options and any(options if isinstance(options, list) else [options]):
-            raise NotImplementedError(NO_OPTIONS.format(options=options))
+        self.venv.set_options(options)
 
     def close(self) -> None:
         self.venv.close()

@@ -15,10 +15,6 @@ from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["GymnasiumVectorEnv", "to_gymnasium"]
 
-NO_OPTIONS = ("GymnasiumVectorEnv.reset(): received options={options!r}, but a vec_envs VecEnv resets its "
-              "envs without options; give them to the env factories instead (e.g. make_vec_env(..., "
-              "env_kwargs=...)) or wrap each env so its reset() applies them")
-
 
 class GymnasiumVectorEnv(VectorEnv):
     """A VecEnv seen through gymnasium's vector API, with same-step autoreset.
@@ -63,9 +59,10 @@ class GymnasiumVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[VecEnvObs, dict[str, Any]]:
-        """Reset every env; ``seed`` (an int: env i gets ``seed + i``; or one per env) as in gymnasium."""
-        if options:
-            raise ValueError(NO_OPTIONS.format(options=options))
+        """Reset every env; ``seed`` (an int: env i gets ``seed + i``; or one per env) and
+        ``options`` (given to every env's ``reset``) for this reset only, as in gymnasium."""
+        if options is not None:
+            self.venv.set_options(options)
         if seed is not None:
             super().reset(seed=seed if isinstance(seed, int) else None)
             self.venv.seed(seed if isinstance(seed, int) else cast("list[int]", list(seed)))

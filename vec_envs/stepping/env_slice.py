@@ -138,10 +138,11 @@ class EnvSlice:
         self._call(k, "reset", lambda: self._write(k, obs, "reset"))
         self.reset_infos[k] = info
 
-    def reset(self, seeds: Sequence[int | None] | None = None, options: dict | None = None) -> list[Info]:
-        """Reset every env (env k with ``seeds[k]``); returns the reset infos."""
+    def reset(self, seeds: Sequence[int | None] | None = None,
+              options: Sequence[dict | None] | None = None) -> list[Info]:
+        """Reset every env (env k with ``seeds[k]`` and ``options[k]``); returns the reset infos."""
         for k in range(len(self.envs)):
-            self._reset_env(k, None if seeds is None else seeds[k], options)
+            self._reset_env(k, None if seeds is None else seeds[k], None if options is None else options[k])
         return self.reset_infos
 
     def reset_one(self, k: int, seed: int | None = None) -> Any:
@@ -149,9 +150,9 @@ class EnvSlice:
         self.reset_env(k, seed)
         return copy_obs(get_row(self.buffers.obs, k))
 
-    def reset_env(self, k: int, seed: int | None = None) -> Info:
+    def reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> Info:
         """Reset env ``k`` into its row (reward 0, done False there); returns its reset info."""
-        self._reset_env(k, seed)
+        self._reset_env(k, seed, options)
         self.buffers.rewards[k] = 0.0
         self.buffers.dones[k] = False
         return self.reset_infos[k]

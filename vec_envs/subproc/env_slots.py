@@ -32,6 +32,7 @@ class AsyncResetRequest(NamedTuple):
 
     seeds: Sequence[int | None] | None
     seqs: list[int]
+    options: Sequence[dict | None] | None = None  # one per env of the slice; None: no options
 
 
 class EnvMessage(NamedTuple):

@@ -41,7 +41,8 @@ def async_reset(conn: Connection, envs: EnvSlice, slots: WorkerSlots, request: A
     for k, seq in enumerate(request.seqs):
         slots.started(k)
         try:
-            info = envs.reset_env(k, None if request.seeds is None else request.seeds[k])
+            info = envs.reset_env(k, None if request.seeds is None else request.seeds[k],
+                                  None if request.options is None else request.options[k])
         except EnvCallFailed as exc:
             _answer(conn, slots, k, seq, Outcome(False, WorkerFailure.from_exception(exc, "reset")))
             continue

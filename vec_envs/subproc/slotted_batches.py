@@ -26,7 +26,7 @@ from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.subproc_worker import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
 from vec_envs.types import VecEnvRecvReturn
 from vec_envs.workers.async_batches import AsyncBatches, split_actions
-from vec_envs.workers.protocol import Command, WorkerFailure
+from vec_envs.workers.protocol import Command, ResetRequest, WorkerFailure
 from vec_envs.workers.worker import WorkerDied
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ class SlottedBatches(AsyncBatches):
         self._checked = time.monotonic()  # when recv last looked for dead workers
 
     # ---------------------------------------------------------------- the hooks
-    def reset(self, seeds: list[int | None] | None, workers: list[int] | None = None) -> None:
-        super().reset(seeds, np.flatnonzero(~self.slotted).tolist())
+    def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
+              workers: list[int] | None = None) -> None:
+        super().reset(seeds, options, np.flatnonzero(~self.slotted).tolist())
         self.flying[:] = self.resetting[:] = self.unread[:] = False
         self.messages.clear()
         for w in np.flatnonzero(self.slotted).tolist():
@@ -75,8 +76,8 @@ class SlottedBatches(AsyncBatches):
             env_ids = np.arange(worker.first_index, worker.stop)
             seqs = self.slots.reset_seqs(env_ids)
             self.flying[env_ids] = self.resetting[env_ids] = True
-            own = None if seeds is None else seeds[worker.first_index:worker.stop]
-            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own, seqs.tolist()))
+            own = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
+            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs.tolist(), own.options))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:
         mask = self.env_slotted[env_ids]

@@ -64,13 +64,14 @@ class AsyncBatches:
         self.infos: dict[int, Info] = {}  # infos of ready envs known already
 
     # ---------------------------------------------------------------- the hooks
-    def reset(self, seeds: list[int | None] | None, workers: list[int] | None = None) -> None:
-        """Start resetting every env of ``workers`` (default: all)."""
+    def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
+              workers: list[int] | None = None) -> None:
+        """Start resetting every env of ``workers`` (default: all), with its seed and options."""
         self._forget()
         for w in range(len(self.venv.workers)) if workers is None else workers:
             worker = self.venv.workers[w]
-            own = None if seeds is None else seeds[worker.first_index:worker.stop]
-            self.venv.messenger.send(w, Command.RESET, ResetRequest(own))
+            request = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
+            self.venv.messenger.send(w, Command.RESET, request)
             self.busy[w] = (Command.RESET, np.arange(worker.first_index, worker.stop))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:

@@ -118,6 +118,13 @@ class Outcome(NamedTuple):
 
 class ResetRequest(NamedTuple):
     seeds: Sequence[int | None] | None  # one per env of the slice; None: no reseeding
+    options: Sequence[dict | None] | None = None  # one per env of the slice; None: no options
+
+    @classmethod
+    def of_slice(cls, seeds: Sequence[int | None] | None, options: Sequence[dict | None] | None,
+                 first: int, stop: int) -> ResetRequest:
+        """The request for envs ``first:stop`` out of the VecEnv's seeds and options (one per env)."""
+        return cls(None if seeds is None else seeds[first:stop], None if options is None else options[first:stop])
 
 
 class ResetOneRequest(NamedTuple):
@@ -294,7 +301,7 @@ class SliceServer:
         return SpacesReply(self.envs.observation_space, self.envs.action_space)
 
     def _reset(self, request: ResetRequest) -> ResetReply:
-        return ResetReply(list(self.envs.reset(request.seeds)), self._arrays())
+        return ResetReply(list(self.envs.reset(request.seeds, request.options)), self._arrays())
 
     def _step(self, actions: Any | None) -> StepReply:
         envs = self.envs

@@ -189,10 +189,10 @@ class WorkerVecEnv(VecEnvBase):
 
     # --------------------------------------------------------------- reset / step
     def reset_async(self) -> None:
-        """Start resetting every env (seeds from ``seed()``); finish with ``reset_wait``."""
+        """Start resetting every env (seeds from ``seed()``, options from ``set_options()``);
+        finish with ``reset_wait``."""
         self._check_idle("reset_async")
-        seeds, self._seeds = self._seeds, None
-        self._send_reset(seeds)
+        self._send_reset(*self._take_reset_args())
         self._pending = "reset"
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
@@ -201,14 +201,14 @@ class WorkerVecEnv(VecEnvBase):
         timeout = check_timeout(timeout, "reset_wait(): timeout")
         return self._finish_pending(lambda: self._reset_wait(timeout))
 
-    def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
-        self._send_reset(seeds)
+    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        self._send_reset(seeds, options)
         return self._reset_wait(None)
 
-    def _send_reset(self, seeds: list[int | None] | None) -> None:
+    def _send_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
         for worker in self.workers:
-            own_seeds = None if seeds is None else seeds[worker.first_index:worker.stop]
-            self.messenger.send(worker.index, Command.RESET, ResetRequest(own_seeds))
+            self.messenger.send(worker.index, Command.RESET,
+                                ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop))
 
     def _reset_wait(self, timeout: float | None) -> VecEnvObs:
         outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "reset")
@@ -280,8 +280,8 @@ class WorkerVecEnv(VecEnvBase):
             self._batches = self._make_async_batches()
         return self._batches
 
-    def _async_reset(self, seeds: list[int | None] | None) -> None:
-        self.batches.reset(seeds)
+    def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
+        self.batches.reset(seeds, options)
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
         self.batches.send(actions, env_ids)
