@@ -128,6 +128,17 @@ def test_env_i_gets_seed_plus_i_once_at_the_next_reset(closing):
     assert venv.reset_infos[0]["episode_frame_number"] == swapped.reset_infos[1]["episode_frame_number"]
 
 
+def test_reset_options_other_than_empty_ones_are_refused(closing):
+    venv = closing(ALEVecEnv("Breakout", 2, seed=0))
+    venv.set_options([{}, None])  # nothing to pass: the reset goes on as seeded
+    reference = closing(ALEVecEnv("Breakout", 2, seed=0))
+    np.testing.assert_array_equal(venv.reset(), reference.reset())
+    with pytest.raises(EngineLimitError, match=r"ALEVecEnv.set_options\(\): received options \{'mode': 2\}, "
+                                               r"but ale-py's vector engine .* noop_max=.*SubprocVecEnv"):
+        venv.set_options({"mode": 2})
+    venv.reset()  # the refused options were dropped
+
+
 def test_reset_single_env_resets_that_env_alone(closing):
     venv = closing(ALEVecEnv("Breakout", 2, frame_stack=4, seed=0))
     venv.reset()

@@ -193,6 +193,18 @@ def test_from_gymnasium_errors_name_the_mistake(closing):
         venv.get_states()
     with pytest.raises(ValueError, match="expected 2 actions"):
         venv.step(np.zeros(3, int))
+    with pytest.raises(ValueError, match=r"FromGymnasiumVecEnv.set_options\(\): received \[\{'a': 1\}, \{\}\], but a "
+                                         "gymnasium vector env resets every env with the same options"):
+        venv.set_options([{"a": 1}, {}])
+
+
+def test_from_gymnasium_set_options_reach_every_env(closing):
+    venv = closing(from_gymnasium(SyncVectorEnv([OptionsEnv] * 2)))
+    venv.set_options({"level": 4})
+    venv.reset()
+    assert [info["options"] for info in venv.reset_infos] == [{"level": 4}] * 2
+    venv.reset()
+    assert [info["options"] for info in venv.reset_infos] == [None] * 2
 
 
 # ------------------------------------------------------------------ to_sb3

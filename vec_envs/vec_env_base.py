@@ -263,10 +263,11 @@ class VecEnvBase(ABC):
         Example:
             >>> import gymnasium as gym
             >>> from vec_envs import DummyVecEnv
-            >>> venv = DummyVecEnv([lambda: gym.make("FrozenLake-v1")] * 2)
-            >>> venv.set_options([{}, {"bad": 1}])   # FrozenLake ignores unknown options
-            >>> venv.reset().tolist()
-            [0, 0]
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> venv.set_options([{}, {"low": 0.0, "high": 0.0}])   # CartPole's start-state bounds
+            >>> obs = venv.reset()
+            >>> bool(obs[1].any()), bool(obs[0].any())
+            (False, True)
             >>> venv.set_options([{}])
             Traceback (most recent call last):
             ValueError: set_options(): expected a dict for every env or a list of 2 (one per env), received a list of 1

@@ -30,8 +30,9 @@ ALTERNATIVE = ("make_atari_env(game, n, vec_env_cls=SubprocVecEnv) runs the same
 NO_ENV_OBJECTS = ("ALEVecEnv.{call}: the emulators live inside ale-py's C++ engine, there are no Python env "
                   "objects to reach (get_attr answers only {known}); " + ALTERNATIVE)
 NO_OPTIONS = ("ALEVecEnv.set_options(): received options {options!r}, but ale-py's vector engine resets "
-              "its emulators with a seed only (reset options reach no Python env); give the options to "
-              "ALEVecEnv itself (ALEVecEnv(game, n, noop_max=..., ...)), or " + ALTERNATIVE)
+              "its emulators with a seed only (no Python env reads options); set the game up through "
+              "ALEVecEnv's own arguments (ALEVecEnv(game, n, noop_max=..., ...)), or for envs whose reset() "
+              "reads options: " + ALTERNATIVE)
 NO_STATES = ("ALEVecEnv.{method}(): ale-py's vector engine exposes no emulator states, so "
              "ALEVecEnv cannot plan; " + ALTERNATIVE + " (states from ALE's cloneState)")
 WHOLE_BATCHES = ("ALEVecEnv.{method}(): this ALEVecEnv was built with batch_size={batch_size} < "
