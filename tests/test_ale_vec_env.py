@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("ale_py", reason="ALEVecEnv needs ale-py: pip install -e '.[atari]'")
 
-from tests.helpers import assert_same  # noqa: E402
+from tests.helpers import assert_same, check_lockstep_misuse  # noqa: E402
 from vec_envs import ALEVecEnv, DummyVecEnv, tile_images  # noqa: E402
 from vec_envs.ale import EngineLimitError  # noqa: E402
 from vec_envs.ale.ale_options import resolve_game  # noqa: E402
@@ -204,18 +204,7 @@ def test_lost_lives_end_episodes_and_the_score_covers_the_whole_game(closing):
 def test_misuse_errors(closing):
     venv = closing(ALEVecEnv("Breakout", N))
     venv.reset()
-    with pytest.raises(NoAsyncCallError, match="no step_async"):
-        venv.step_wait()
-    venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError, match="step_wait"):
-        venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError):
-        venv.reset()
-    venv.step_wait()
-    with pytest.raises(ValueError, match="expected 3 actions .* received 2"):
-        venv.step(np.zeros(2, np.int64))
-    with pytest.raises(ValueError, match=r"expected actions of shape \(3,\).*received shape \(3, 2\)"):
-        venv.step(np.zeros((3, 2), np.int64))
+    check_lockstep_misuse(venv, N)
     with pytest.raises(ValueError, match=r"env 1 received action 4, expected an int in \[0, 4\)"):
         venv.step(np.array([0, 4, 0]))
     with pytest.raises(ValueError, match="render"):

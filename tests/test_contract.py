@@ -9,8 +9,9 @@ import pytest
 
 from tests.backends import BACKENDS
 from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, OptionsEnv, SeededEnv
+from tests.helpers import check_lockstep_misuse
 from vec_envs import tile_images
-from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
+from vec_envs.errors import ClosedEnvironmentError
 from wrappers import VecMonitor
 
 pytestmark = pytest.mark.parametrize("make", BACKENDS)
@@ -216,18 +217,7 @@ def test_get_images_without_rgb_array_mode_is_a_clear_error(make, closing):
 def test_misuse_errors(make, closing):
     venv = closing(make(seeded_fns()))
     venv.reset()
-    with pytest.raises(NoAsyncCallError, match="no step_async"):
-        venv.step_wait()
-    venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError, match="step_wait"):
-        venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError):
-        venv.reset()
-    venv.step_wait()
-    with pytest.raises(ValueError, match="expected 4 actions .* received 3"):
-        venv.step(np.zeros(3, np.int64))
-    with pytest.raises(ValueError, match=r"expected actions of shape \(4,\).*received shape \(4, 2\)"):
-        venv.step(np.zeros((4, 2), np.int64))
+    check_lockstep_misuse(venv, N)
     with pytest.raises(ValueError, match="render"):
         venv.render(mode="ansi")
     venv.close()

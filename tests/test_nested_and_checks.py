@@ -12,7 +12,7 @@ from gymnasium.envs.classic_control import CartPoleEnv
 from stable_baselines3.common.monitor import ResultsWriter
 
 from vec_envs import DummyVecEnv
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.spaces.batching import batch_of_one, copy_obs, create_batch, write_rows
 from vec_envs.spaces.nested import is_fixed_size, iter_leaves, map_leaves, path_text
 from wrappers import VecMonitor

@@ -1,4 +1,4 @@
-"""Checks of the arguments users pass to a VecEnv: indices, seeds, timeouts, counts.
+"""Checks of the arguments users pass to a VecEnv: indices, seeds, timeouts, ints.
 
 Each check returns the argument in its one canonical form or raises an error that names
 the method, what was received and what was expected; every backend and wrapper goes
@@ -11,13 +11,39 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_timeout", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
+__all__ = ["check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value: Any, minimum: int = 1, alternatives: str = "") -> int:
+    """``value`` as an int if it is one (NumPy integers too, bools not) and ``>= minimum``.
+
+    Args:
+        name: the parameter, as the message names it (e.g. "VecFrameStack: n_stack").
+        value: what the caller passed.
+        minimum: the smallest value allowed.
+        alternatives: other accepted values, for the message (e.g. "or 'auto'").
+
+    Raises:
+        ValueError: naming the parameter, what is expected and what was received.
+
+    Example:
+        >>> check_int("VecFrameStack: n_stack", 4)
+        4
+        >>> check_int("make_vec_env(): n_envs", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: make_vec_env(): n_envs must be an int >= 1, received 0
+    """
+    if not _is_int(value) or value < minimum:
+        expected = f"an int >= {minimum}" + (f" {alternatives}" if alternatives else "")
+        raise ValueError(f"{name} must be {expected}, received {value!r}")
+    return int(value)
 
 
 def _is_bool(value: Any) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 

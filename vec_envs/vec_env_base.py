@@ -10,7 +10,7 @@ from gymnasium import spaces
 from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.call_guard import CallGuard, guard_methods
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images

@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.vec_env_base import VecEnvBase
 from wrappers.monitor_csv import MonitorCsv, monitor_path
 

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper

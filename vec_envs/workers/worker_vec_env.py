@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from vec_envs.arguments import check_timeout
-from vec_envs.checks import check_int
+from vec_envs.arguments import check_int
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size, write_rows
 from vec_envs.async_envs import EnvStatus, check_batch_size
