@@ -1,54 +1,32 @@
-"""The workloads of ``scripts/benchmark.py``: the envs it steps and how each is built.
+"""The envs the benchmarks step, built by name.
 
 A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
-env factories by name instead of receiving them pickled by value.
+env factories by reference instead of receiving them pickled by value.
 
 Example:
-    >>> env = make_env("W5", index=0, spin_per_ms=25_000)   # doctest: +SKIP
+    >>> env = make_env("busy", index=0, spin_per_ms=1_000)
     >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step(0)
+    >>> obs
+    array([1., 1., 1., 1.], dtype=float32)
 """
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["Workload", "WORKLOADS", "StragglerEnv", "make_env", "calibrate_spin"]
+__all__ = ["ENVS", "StragglerEnv", "make_env", "calibrate_spin"]
 
-
-@dataclass(frozen=True)
-class Workload:
-    """One benchmark workload: ``num_envs`` copies of one env.
-
-    Attributes:
-        key: short name used on the command line (``W1`` .. ``W5``).
-        title: what the table heading says.
-        num_envs: batch size.
-        frame_stack: frames stacked over the batch after stepping (0: none).
-        target: the goal for "best of ours / gymnasium SyncVectorEnv".
-    """
-
-    key: str
-    title: str
-    num_envs: int
-    frame_stack: int = 0
-    target: float = 1.0
-
-
-WORKLOADS: dict[str, Workload] = {w.key: w for w in [
-    Workload("W1", "CartPole-v1 x 8", 8, target=1.5),
-    Workload("W2", "CartPole-v1 x 64", 64, target=1.5),
-    Workload("W3", "ALE/Pong-v5 (frameskip 4, 210x160x3 RGB) x 8", 8, target=2.0),
-    Workload("W4", "ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4 "
-                   "+ frame stack 4 x 8", 8, frame_stack=4, target=1.9),
-    Workload("W5", "synthetic straggler env (0.2-2 ms pure-Python work per step) x 8", 8,
-             target=1.9),
-]}
-
+ENVS = {
+    "cartpole": "CartPole-v1",
+    "pong": "ALE/Pong-v5 (frame skip 4, 210x160x3 RGB)",
+    "breakout": "ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4",
+    "busy": "synthetic straggler env (0.2-2 ms pure-Python work per step)",
+}
 STRAGGLER_MS = (0.2, 2.0)
 STRAGGLER_EPISODE = 200
 
@@ -62,13 +40,18 @@ def spin(iterations: int) -> int:
 
 
 def calibrate_spin(iterations: int = 50_000, tries: int = 7) -> int:
-    """Iterations of ``spin`` per millisecond on this machine (median of ``tries``)."""
+    """Iterations of ``spin`` per millisecond on this machine (median of ``tries``).
+
+    Example:
+        >>> calibrate_spin(iterations=1_000, tries=1) > 0
+        True
+    """
     seconds = []
     for _ in range(tries):
         start = time.perf_counter()
         spin(iterations)
         seconds.append(time.perf_counter() - start)
-    return int(iterations / (statistics.median(seconds) * 1000))
+    return max(1, int(iterations / (statistics.median(seconds) * 1000)))
 
 
 class StragglerEnv(gym.Env):
@@ -83,8 +66,10 @@ class StragglerEnv(gym.Env):
         episode_length: steps until the episode terminates.
 
     Example:
-        >>> env = StragglerEnv(seed=3, spin_per_ms=25_000)   # doctest: +SKIP
-        >>> obs, reward, terminated, truncated, info = env.step(0)
+        >>> env = StragglerEnv(seed=3, spin_per_ms=1_000, episode_length=2)
+        >>> _ = env.reset()
+        >>> [env.step(0)[2] for _ in range(2)]
+        [False, True]
     """
 
     def __init__(self, seed: int = 0, spin_per_ms: int = 25_000,
@@ -98,7 +83,8 @@ class StragglerEnv(gym.Env):
         self._steps = 0
         self._t = 0
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(self, *, seed: int | None = None,
+              options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self._t = 0
         return np.zeros(4, np.float32), {}
@@ -112,6 +98,7 @@ class StragglerEnv(gym.Env):
 
 
 def _make_ale(env_id: str, **kwargs: object) -> gym.Env:
+    """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
     try:
         import ale_py
     except ImportError as exc:
@@ -120,25 +107,25 @@ def _make_ale(env_id: str, **kwargs: object) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-def make_env(workload: str, index: int = 0, spin_per_ms: int = 25_000) -> gym.Env:
-    """Build env ``index`` of ``workload`` (the same env for every method).
+def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000) -> gym.Env:
+    """Build env ``index`` of a batch of ``env`` (the same env for every method).
 
     Args:
-        workload: ``W1`` .. ``W5``.
-        index: the env's place in the batch (seeds the straggler work of W5).
-        spin_per_ms: W5 only: loop iterations per millisecond of work.
+        env: a key of ``ENVS``.
+        index: the env's place in the batch (seeds the straggler work of ``busy``).
+        spin_per_ms: ``busy`` only: loop iterations per millisecond of work.
 
     Returns:
         The gymnasium env, wrapped as ``gym.make`` wraps it.
     """
-    if workload in ("W1", "W2"):
+    if env == "cartpole":
         return gym.make("CartPole-v1")
-    if workload == "W3":
+    if env == "pong":
         return _make_ale("ALE/Pong-v5")
-    if workload == "W4":
-        env = _make_ale("ALE/Breakout-v5", frameskip=1)
-        return gym.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, grayscale_obs=True,
-                                               grayscale_newaxis=True)
-    if workload == "W5":
+    if env == "breakout":
+        atari = _make_ale("ALE/Breakout-v5", frameskip=1)
+        return gym.wrappers.AtariPreprocessing(atari, frame_skip=4, screen_size=84,
+                                               grayscale_obs=True, grayscale_newaxis=True)
+    if env == "busy":
         return StragglerEnv(seed=index, spin_per_ms=spin_per_ms)
-    raise ValueError(f"make_env(): unknown workload {workload!r}; expected one of {list(WORKLOADS)}")
+    raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")

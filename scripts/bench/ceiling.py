@@ -1,0 +1,88 @@
+"""The machine ceiling: one raw env loop per available core, all running at once.
+
+No batch API can beat it on CPU-bound envs: it has no coordination at all. Each loop
+runs in its own process (env ``i`` of the workload), they start their timed windows
+together behind a barrier, and the ceiling is the sum of their steps/s. Measured this
+way, rather than as cores x one raw loop, it includes what the cores share (caches,
+memory bandwidth, turbo limits, hyper-threads).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from typing import Any, Callable
+
+from bench.envs import make_env
+from bench.steppers import RawStepper
+from bench.timing import presample, run_for
+
+__all__ = ["available_cores", "measure_ceiling"]
+
+ACTION_TABLE = 256
+BARRIER_TIMEOUT_S = 120.0
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, window: float,
+              started: Any, finished: Any, results: Any) -> None:
+    """One core's loop: warm up, wait for the others, time the window, report, wait to exit."""
+    stepper = None
+    try:
+        stepper = RawStepper(make_env(env, index, spin_per_ms))
+        stepper.start(seed + index)
+        actions = stepper.rows(presample(stepper.action_space, 1, ACTION_TABLE, seed + index))
+        run_for(stepper.step, actions, warmup)
+        started.wait(BARRIER_TIMEOUT_S)
+        results.put(run_for(stepper.step, actions, window))
+        finished.wait(BARRIER_TIMEOUT_S)  # stay alive until the parent has read our CPU time
+    except BaseException:
+        started.abort()  # the parent and the other loops stop waiting at once
+        finished.abort()
+        raise
+    finally:
+        if stepper is not None:
+            stepper.close()
+
+
+def measure_ceiling(env: str, spin_per_ms: int, seed: int, warmup: float, window: float,
+                    window_start: Callable[[], None], window_end: Callable[[], None]) -> dict:
+    """Run ``available_cores()`` raw loops of ``env`` at once; their summed steps/s.
+
+    ``window_start`` / ``window_end`` are called around the common timed window (the
+    cell reports them to the parent, which measures the process tree's CPU meanwhile).
+    """
+    cores = available_cores()
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                          else "spawn")
+    started, finished = context.Barrier(cores + 1), context.Barrier(cores + 1)
+    results = context.Queue()
+    loops = [context.Process(target=_raw_loop, daemon=True,
+                             args=(env, i, spin_per_ms, seed, warmup, window, started, finished, results))
+             for i in range(cores)]
+    for loop in loops:
+        loop.start()
+    try:
+        try:
+            started.wait(BARRIER_TIMEOUT_S)
+        except threading.BrokenBarrierError:
+            raise RuntimeError(f"a raw loop of the ceiling ({env}) failed; its traceback is above") from None
+        window_start()
+        timed = [results.get(timeout=window + BARRIER_TIMEOUT_S) for _ in loops]
+        window_end()
+        finished.wait(BARRIER_TIMEOUT_S)
+    finally:
+        for loop in loops:
+            loop.join(timeout=10)
+            if loop.is_alive():
+                loop.kill()
+    calls = sum(c for c, _ in timed)
+    return {"steps": calls, "seconds": max(s for _, s in timed),
+            "steps_per_s": sum(c / s for c, s in timed), "build_s": float("nan"),
+            "note": f"{cores} loops"}
