@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["parse"]
 
@@ -50,8 +51,9 @@ def parse(cls: Callable[..., T], argv: Sequence[str] | None, description: str,
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     for f in fields(cls):  # type: ignore[arg-type]
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-        _add(parser, f.name, default, f.metadata)
+        if f.default is MISSING:
+            raise TypeError(f"parse(): {cls.__name__}.{f.name} needs a default (its value without the flag)")
+        _add(parser, f.name, f.default, f.metadata)
     values = vars(parser.parse_args(argv))
     args = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
     problem = check(args) if check else None

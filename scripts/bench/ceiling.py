@@ -9,9 +9,11 @@ memory bandwidth, turbo limits, hyper-threads).
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bench.envs import make_env
 from bench.steppers import RawStepper
@@ -28,6 +30,13 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def _context() -> multiprocessing.context.ForkContext | multiprocessing.context.SpawnContext:
+    """Fork where there is fork (the loops start at once), else spawn."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, window: float,
@@ -52,15 +61,14 @@ def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, 
 
 
 def measure_ceiling(env: str, spin_per_ms: int, seed: int, warmup: float, window: float,
-                    window_start: Callable[[], None], window_end: Callable[[], None]) -> dict:
+                    window_start: Callable[[], None], window_end: Callable[[], None]) -> dict[str, Any]:
     """Run ``available_cores()`` raw loops of ``env`` at once; their summed steps/s.
 
     ``window_start`` / ``window_end`` are called around the common timed window (the
     cell reports them to the parent, which measures the process tree's CPU meanwhile).
     """
     cores = available_cores()
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                          else "spawn")
+    context = _context()
     started, finished = context.Barrier(cores + 1), context.Barrier(cores + 1)
     results = context.Queue()
     loops = [context.Process(target=_raw_loop, daemon=True,

@@ -15,10 +15,11 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from functools import partial
+from typing import Any
 
 from bench.ceiling import measure_ceiling
 from bench.envs import make_env
-from bench.methods import METHODS, build
+from bench.methods import METHODS, EnvFns, build
 from bench.steppers import Stacked
 from bench.timing import presample, run_for
 from bench.workloads import WORKLOADS
@@ -58,7 +59,7 @@ class CellSpec:
         return json.dumps(asdict(self))
 
 
-def emit(kind: str, payload: dict | None = None) -> None:
+def emit(kind: str, payload: dict[str, Any] | None = None) -> None:
     """Send the parent one marker line."""
     print(MARK + kind + " " + json.dumps(payload or {}), flush=True)
 
@@ -76,13 +77,13 @@ def shutdown_ray() -> None:
         sys.modules["ray"].shutdown()
 
 
-def measure(spec: CellSpec) -> dict:
+def measure(spec: CellSpec) -> dict[str, Any]:
     """Build + reset (timed), warm up, time one window; the cell's result."""
     workload, method = WORKLOADS[spec.workload], METHODS[spec.method]
     if method.family == "ceiling":
         return measure_ceiling(workload.env, spec.spin_per_ms, spec.seed, spec.warmup, spec.window,
                                partial(emit, "window-start"), partial(window_end, spec))
-    env_fns = [partial(make_env, workload.env, i, spec.spin_per_ms) for i in range(workload.num_envs)]
+    env_fns: EnvFns = [partial(make_env, workload.env, i, spec.spin_per_ms) for i in range(workload.num_envs)]
     start = time.perf_counter()
     stepper = build(workload, env_fns, method, spec.seed)
     if workload.frame_stack and not stepper.stacks_frames:

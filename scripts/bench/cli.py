@@ -10,9 +10,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, TypeVar
 
 from bench.args import parse
 from bench.cell import CellSpec
@@ -27,7 +28,8 @@ from bench.workloads import WORKLOADS, Workload
 
 __all__ = ["Args", "main"]
 
-QUICK = {"repeats": 1, "window": 1.0, "warmup": 0.25}
+QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP = 1, 1.0, 0.25
+T = TypeVar("T")
 GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")], "M": [k for k in WORKLOADS if k.startswith("M")]}
 
 
@@ -65,11 +67,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     """``Args`` from the command line; ``--quick`` sets repeats, window and warm-up."""
     args = parse(Args, argv, "Benchmark vec_envs' backends against gymnasium, SB3 and EnvPool.", _check)
     if args.quick:
-        args.repeats, args.window, args.warmup = QUICK["repeats"], QUICK["window"], QUICK["warmup"]
+        args.repeats, args.window, args.warmup = QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP
     return args
 
 
-def select(text: str, table: dict, what: str, groups: dict | None = None) -> list:
+def select(text: str, table: dict[str, T], what: str, groups: dict[str, list[str]] | None = None) -> list[T]:
     """The entries of ``table`` named in the comma-separated ``text`` (``all``: every one)."""
     if text == "all":
         return list(table.values())
@@ -112,7 +114,7 @@ def plan_cells(args: Args, workloads: list[Workload], methods: list[Method],
     return cells, skipped
 
 
-def run_all(cells: list[CellSpec], timeout: float) -> list[dict]:
+def run_all(cells: list[CellSpec], timeout: float) -> list[dict[str, Any]]:
     """Run every cell with a progress bar (on stderr); each record holds its spec and result."""
     from tqdm import tqdm
 
@@ -130,7 +132,7 @@ def default_out() -> Path:
     return cache / "vec_envs" / "bench" / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_results(out: Path, report: str, args: Args, records: list[dict], plot: dict) -> None:
+def write_results(out: Path, report: str, args: Args, records: list[dict[str, Any]], plot: dict[str, Any]) -> None:
     """``results.md``, ``cells.json`` and ``ratios.png`` in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(report, encoding="utf-8")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -84,12 +85,12 @@ class StragglerEnv(gym.Env):
         self._t = 0
 
     def reset(self, *, seed: int | None = None,
-              options: dict | None = None) -> tuple[np.ndarray, dict]:
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._t = 0
         return np.zeros(4, np.float32), {}
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         spin(self._work[self._steps % len(self._work)])
         self._steps += 1
         self._t += 1
@@ -97,7 +98,7 @@ class StragglerEnv(gym.Env):
         return obs, 1.0, self._t >= self._episode_length, False, {}
 
 
-def _make_ale(env_id: str, **kwargs: object) -> gym.Env:
+def _make_ale(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
     try:
         import ale_py

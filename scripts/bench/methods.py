@@ -19,15 +19,24 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from bench.steppers import (EnvPoolRecvSendStepper, EnvPoolStepper, GymVectorStepper, RawStepper,
-                            RecvSendStepper, Stepper, VecEnvStepper)
+from bench.steppers import (
+    EnvPoolRecvSendStepper,
+    EnvPoolStepper,
+    GymVectorStepper,
+    RawStepper,
+    RecvSendStepper,
+    Stepper,
+    VecEnvStepper,
+)
 from bench.workloads import Workload
 
 __all__ = ["Method", "METHODS", "unavailable", "build", "batch_size_of"]
 
+EnvFns = list[Callable[[], Any]]
 ATARI = ("W3", "W4", "M3", "M4")
 NOT_BUSY = ("W1", "W2", "M1", *ATARI)
 
@@ -49,10 +58,10 @@ class Method:
     key: str
     label: str
     family: str
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     recv_send: bool = False
     quick: bool = False
-    workloads: tuple | None = None
+    workloads: tuple[str, ...] | None = None
 
     @property
     def ours(self) -> bool:
@@ -60,7 +69,7 @@ class Method:
         return self.family in ("ours", "ale")
 
 
-def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tuple | None = None,
+def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tuple[str, ...] | None = None,
           **options: Any) -> list[Method]:
     """The lock-step method of one of our backends and its recv/send twin."""
     options = {"backend": backend, **options}
@@ -140,7 +149,7 @@ def _frame_stacked(venv: Any, workload: Workload, note: str) -> tuple[Any, bool,
     return VecFrameStack(venv, workload.frame_stack), True, note
 
 
-def build_ours(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """One of our backends with its options (``batch_size`` for recv/send), frame-stacked
     by ``wrappers.VecFrameStack``."""
     options = dict(method.options)
@@ -162,7 +171,7 @@ ALE_TASKS = {  # the options of ALEVecEnv that give each Atari env of bench.envs
 }
 
 
-def build_ale(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """``vec_envs.ALEVecEnv``: C++ threads, its own preprocessing and frame stack."""
     game, options = ALE_TASKS[workload.env]
     venv = load_ours("ALEVecEnv")(game, workload.num_envs, seed=seed, frame_stack=workload.frame_stack or 1,
@@ -172,7 +181,7 @@ def build_ale(workload: Workload, env_fns: list, method: Method, seed: int) -> S
     return stepper(venv, True, note)
 
 
-def build_gymnasium(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_gymnasium(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """A gymnasium vector env with same-step auto-reset (the work our backends do)."""
     import gymnasium
 
@@ -182,7 +191,7 @@ def build_gymnasium(workload: Workload, env_fns: list, method: Method, seed: int
     return GymVectorStepper(envs, envs.single_action_space)
 
 
-def build_sb3(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_sb3(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """Stable-Baselines3's DummyVecEnv or SubprocVecEnv with its default arguments."""
     from stable_baselines3.common import vec_env
 
@@ -199,7 +208,7 @@ ENVPOOL_TASKS = {
 }
 
 
-def build_envpool(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_envpool(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """EnvPool's own envs (its Atari preprocessing and frame stack stand in for ours)."""
     import envpool
 
@@ -213,17 +222,17 @@ def build_envpool(workload: Workload, env_fns: list, method: Method, seed: int) 
     return EnvPoolStepper(envs, envs.action_space, bool(workload.frame_stack), note)
 
 
-def build_raw(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """Env 0 of the workload, alone."""
     return RawStepper(env_fns[0]())
 
 
-BUILDERS: dict[str, Callable[[Workload, list, Method, int], Stepper]] = {
+BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
     "raw": build_raw, "ours": build_ours, "ale": build_ale, "gymnasium": build_gymnasium,
     "sb3": build_sb3, "envpool": build_envpool,
 }
 
 
-def build(workload: Workload, env_fns: list, method: Method, seed: int) -> Stepper:
+def build(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """The stepper of ``method`` on ``workload`` (not the ceiling: ``bench.ceiling`` measures that)."""
     return BUILDERS[method.family](workload, env_fns, method, seed)

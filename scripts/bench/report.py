@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from bench.methods import Method
 from bench.summary import Summary, summary_of
@@ -77,7 +78,7 @@ def workload_notes(w: Workload, methods: list[Method], sums: dict[tuple[str, str
     return notes
 
 
-def noise_line(records: list[dict]) -> str:
+def noise_line(records: list[dict[str, Any]]) -> str:
     """How busy the rest of the machine was during the timed windows."""
     other = [r["other_cpu_pct"] for r in records if "other_cpu_pct" in r]
     if not other:
@@ -97,7 +98,7 @@ def settings_line(s: Settings) -> str:
 
 def render_report(settings: Settings, workloads: list[Workload], methods: list[Method],
                   sums: dict[tuple[str, str], Summary], skipped: list[tuple[str, str, str]],
-                  machine: str, records: list[dict]) -> str:
+                  machine: str, records: list[dict[str, Any]]) -> str:
     """The whole Markdown report."""
     lines = ["# vec_envs benchmark", "", machine, "", settings_line(settings), "", noise_line(records), ""]
     for w in workloads:

@@ -42,7 +42,7 @@ class Stepper:
 
     num_envs: int
     steps_per_call: int
-    action_space: spaces.Space
+    action_space: spaces.Space[Any]
     stacks_frames = False
     note = ""
 
@@ -55,7 +55,7 @@ class Stepper:
         """One call: ``actions`` holds one action per env of the batch."""
         raise NotImplementedError
 
-    def rows(self, actions: np.ndarray) -> list:
+    def rows(self, actions: np.ndarray) -> list[Any]:
         """The pre-sampled ``(steps, num_envs, ...)`` actions as the arguments of ``step``."""
         return list(actions)
 
@@ -81,7 +81,7 @@ class RawStepper(Stepper):
             obs, _ = self.env.reset()
         return obs[None], np.array([done]), None
 
-    def rows(self, actions: np.ndarray) -> list:
+    def rows(self, actions: np.ndarray) -> list[Any]:
         return list(actions[:, 0])
 
     def close(self) -> None:
@@ -129,7 +129,7 @@ class RecvSendStepper(VecEnvStepper):
 class GymVectorStepper(Stepper):
     """gymnasium.vector: ``reset(seed=) -> (obs, info)``, ``step() -> 5-tuple``."""
 
-    def __init__(self, envs: Any, action_space: spaces.Space, stacks_frames: bool = False,
+    def __init__(self, envs: Any, action_space: spaces.Space[Any], stacks_frames: bool = False,
                  note: str = "") -> None:
         self.envs, self.action_space = envs, action_space
         self.num_envs = self.steps_per_call = envs.num_envs
@@ -156,7 +156,7 @@ class EnvPoolStepper(GymVectorStepper):
 class EnvPoolRecvSendStepper(EnvPoolStepper):
     """EnvPool's asynchronous API: ``async_reset()``, then ``recv()`` + ``send(actions, ids)``."""
 
-    def __init__(self, envs: Any, action_space: spaces.Space, batch_size: int,
+    def __init__(self, envs: Any, action_space: spaces.Space[Any], batch_size: int,
                  stacks_frames: bool = False, note: str = "") -> None:
         super().__init__(envs, action_space, stacks_frames, note)
         self.steps_per_call = batch_size
@@ -221,7 +221,7 @@ class Stacked(Stepper):
         obs, dones, env_ids = self.inner.step(actions)
         return self.stacker.push(obs, dones, env_ids), dones, env_ids
 
-    def rows(self, actions: np.ndarray) -> list:
+    def rows(self, actions: np.ndarray) -> list[Any]:
         return self.inner.rows(actions)
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ import collections
 import math
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Summary", "summarize", "summary_of"]
 
@@ -37,13 +38,13 @@ class Summary:
         return not math.isnan(self.rate)
 
 
-def _median(records: list[dict], key: str) -> float:
+def _median(records: list[dict[str, Any]], key: str) -> float:
     """Median of ``key`` over the records that have it (NaN if none)."""
     values = [r[key] for r in records if key in r]
     return statistics.median(values) if values else float("nan")
 
 
-def _summary(records: list[dict]) -> Summary:
+def _summary(records: list[dict[str, Any]]) -> Summary:
     """The Summary of the repeats of one (workload, method)."""
     good = [r for r in records if "steps_per_s" in r]
     s = Summary(errors=[r["error"] for r in records if "error" in r])
@@ -58,9 +59,9 @@ def _summary(records: list[dict]) -> Summary:
     return s
 
 
-def summarize(records: list[dict]) -> dict[tuple[str, str], Summary]:
+def summarize(records: list[dict[str, Any]]) -> dict[tuple[str, str], Summary]:
     """One Summary per (workload, method) that ran or failed."""
-    groups: dict[tuple[str, str], list[dict]] = collections.defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
     for rec in records:
         groups[rec["workload"], rec["method"]].append(rec)
     return {key: _summary(recs) for key, recs in groups.items()}

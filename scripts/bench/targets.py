@@ -16,8 +16,8 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from bench.methods import METHODS, Method
 from bench.summary import Summary, summary_of
@@ -64,7 +64,7 @@ def _check(workload: str, what: str, value: float, bound: float | None, at_least
     shown = fmt(value, UNIT_FORMATS[unit], unit)
     if bound is None:
         return Check(workload, what, shown, "none set", None)
-    target = (">= " if at_least else "< ") + format(bound, "g") + unit
+    target = (">= " if at_least else "< ") + format(bound, ".1f" if unit == "x" else "g") + unit
     met = None if math.isnan(value) else (value >= bound if at_least else value < bound)
     return Check(workload, what, shown, target, met)
 

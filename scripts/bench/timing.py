@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -22,7 +23,7 @@ from gymnasium import spaces
 __all__ = ["presample", "run_for", "time_calls", "busy_wait"]
 
 
-def presample(space: spaces.Space, num_envs: int, steps: int, seed: int) -> np.ndarray:
+def presample(space: spaces.Space[Any], num_envs: int, steps: int, seed: int) -> np.ndarray:
     """``(steps, num_envs, ...)`` actions of ``space``, drawn up front.
 
     Example:
@@ -36,7 +37,7 @@ def presample(space: spaces.Space, num_envs: int, steps: int, seed: int) -> np.n
     return np.array([[space.sample() for _ in range(num_envs)] for _ in range(steps)])
 
 
-def run_for(call: Callable[[Any], Any], arguments: Sequence[Any], seconds: float) -> tuple[int, float]:
+def run_for(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray, seconds: float) -> tuple[int, float]:
     """Call ``call`` with the cycled ``arguments`` until ``seconds`` have passed.
 
     Returns:
@@ -53,7 +54,7 @@ def run_for(call: Callable[[Any], Any], arguments: Sequence[Any], seconds: float
             return count, now - start
 
 
-def time_calls(call: Callable[[Any], Any], arguments: Sequence[Any], pause_s: float = 0.0) -> np.ndarray:
+def time_calls(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray, pause_s: float = 0.0) -> np.ndarray:
     """Seconds of each call of ``call``, once per element of ``arguments``.
 
     Args:

@@ -111,10 +111,10 @@ def cell_environ() -> dict[str, str]:
     return env
 
 
-def read_markers(proc: subprocess.Popen, root: psutil.Process) -> dict:
+def read_markers(proc: subprocess.Popen[str], root: psutil.Process) -> dict[str, Any]:
     """Follow the cell's marker lines; measure the tree's CPU % over its window, and the
     CPU other processes of the machine used meanwhile (``other_cpu_pct``: noise)."""
-    record: dict = {}
+    record: dict[str, Any] = {}
     cpu0, busy0, t0 = {}, 0.0, 0.0
     assert proc.stdout is not None and proc.stdin is not None  # both are pipes (run_cell_process)
     for line in proc.stdout:
@@ -137,13 +137,14 @@ def read_markers(proc: subprocess.Popen, root: psutil.Process) -> dict:
     return record
 
 
-def run_cell_process(spec: CellSpec, timeout: float) -> dict:
+def run_cell_process(spec: CellSpec, timeout: float) -> dict[str, Any]:
     """Run one cell in a fresh process; its result plus CPU %, peak MB, or an error."""
     cmd = [sys.executable, "-m", "bench.cell", spec.to_json()]
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=cell_environ(), cwd=SCRIPTS) as proc:
         root, timed_out = psutil.Process(proc.pid), threading.Event()
-        sampler, stderr_tail = TreeSampler(root), collections.deque(maxlen=20)
+        sampler = TreeSampler(root)
+        stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
         drain = threading.Thread(target=lambda: stderr_tail.extend(proc.stderr or ()), daemon=True)
         killer = threading.Timer(timeout, kill_tree, (root, timed_out))
         for thread in (sampler, drain, killer):
