@@ -30,6 +30,8 @@ import numpy as np  # noqa: E402
 from gymnasium import spaces  # noqa: E402
 
 from bench.args import parse  # noqa: E402
+from bench.envs import make_ale  # noqa: E402
+from bench.extras import require  # noqa: E402
 from bench.table import fmt, markdown_table  # noqa: E402
 from bench.timing import presample, time_calls  # noqa: E402
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase  # noqa: E402
@@ -87,10 +89,7 @@ class SyntheticFrameEnv(gym.Env):
 
 def make_pong() -> gym.Env:
     """ALE/Pong-v5 with frame skip 4 and 84x84 gray frames (no sticky actions)."""
-    import ale_py
-
-    gym.register_envs(ale_py)
-    env = gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0)
+    env = make_ale("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0)
     return gym.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, grayscale_obs=True,
                                            grayscale_newaxis=True)
 
@@ -131,4 +130,6 @@ def report(args: Args, times: dict[str, list[float]]) -> None:
 
 if __name__ == "__main__":
     arguments = parse(Args, None, __doc__.splitlines()[0], _check)
+    if arguments.env == "pong":
+        require("bench_wrappers.py --env pong", ["ale_py"], "atari")
     report(arguments, measure(arguments))

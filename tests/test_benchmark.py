@@ -24,7 +24,8 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 from bench.args import parse  # noqa: E402
-from bench.cli import GROUPS, Args, default_out, plan_cells, select  # noqa: E402
+from bench.ceiling import measure_ceiling  # noqa: E402
+from bench.cli import GROUPS, Args, default_out, main, plan_cells, select  # noqa: E402
 from bench.methods import METHODS, unavailable  # noqa: E402
 from bench.steppers import FrameStacker  # noqa: E402
 from bench.summary import Summary, summarize  # noqa: E402
@@ -147,14 +148,14 @@ def test_benchmark_without_psutil_says_which_extra_to_install():
     assert done.stdout == ""
 
 
-def test_benchmark_rejects_bad_arguments_in_one_line():
+def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
     done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "--workloads", "W9"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "--workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
-    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "--repeats", "0"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].endswith(
+    with pytest.raises(SystemExit) as exited:
+        main(["--repeats", "0"])
+    assert exited.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(
         "error: --repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received 0, 5.0, "
         "300.0, 1.0")
 
@@ -251,6 +252,14 @@ def test_args_from_a_dataclass():
     assert parse(Args, ["--out", "/tmp/x", "--quick"], "demo").out == "/tmp/x"
     with pytest.raises(SystemExit):
         parse(Args, ["--window", "0"], "demo", lambda a: "--window must be > 0" if a.window <= 0 else None)
+
+
+def test_a_failing_ceiling_loop_says_why_at_once():
+    marks: list = []
+    with pytest.raises(RuntimeError, match=r"the machine ceiling of nope: loop \d: ValueError: make_env\(\): "
+                                           r"unknown env 'nope'"):
+        measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"), lambda: marks.append("end"))
+    assert marks == []
 
 
 def test_timing_loops_count_calls():

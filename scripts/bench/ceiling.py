@@ -13,6 +13,8 @@ import multiprocessing.context
 import os
 import threading
 from collections.abc import Callable
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from typing import Any
 
 from bench.envs import make_env
@@ -40,8 +42,12 @@ def _context() -> multiprocessing.context.ForkContext | multiprocessing.context.
 
 
 def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, window: float,
-              started: Any, finished: Any, results: Any) -> None:
-    """One core's loop: warm up, wait for the others, time the window, report, wait to exit."""
+              started: Barrier, finished: Barrier, results: Queue[tuple[int, float] | str]) -> None:
+    """One core's loop: warm up, wait for the others, time the window, report, wait to exit.
+
+    A loop that fails reports why (a string on ``results``) and breaks both barriers, so
+    that nobody waits for it.
+    """
     stepper = None
     try:
         stepper = RawStepper(make_env(env, index, spin_per_ms))
@@ -51,8 +57,9 @@ def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, 
         started.wait(BARRIER_TIMEOUT_S)
         results.put(run_for(stepper.step, actions, window))
         finished.wait(BARRIER_TIMEOUT_S)  # stay alive until the parent has read our CPU time
-    except BaseException:
-        started.abort()  # the parent and the other loops stop waiting at once
+    except BaseException as exc:
+        results.put(f"loop {index}: {type(exc).__name__}: {exc}")
+        started.abort()
         finished.abort()
         raise
     finally:
@@ -79,18 +86,20 @@ def measure_ceiling(env: str, spin_per_ms: int, seed: int, warmup: float, window
     try:
         try:
             started.wait(BARRIER_TIMEOUT_S)
+            window_start()
+            timed = [results.get(timeout=window + BARRIER_TIMEOUT_S) for _ in loops]
+            window_end()
+            finished.wait(BARRIER_TIMEOUT_S)
         except threading.BrokenBarrierError:
-            raise RuntimeError(f"a raw loop of the ceiling ({env}) failed; its traceback is above") from None
-        window_start()
-        timed = [results.get(timeout=window + BARRIER_TIMEOUT_S) for _ in loops]
-        window_end()
-        finished.wait(BARRIER_TIMEOUT_S)
+            raise RuntimeError(f"the machine ceiling of {env}: {results.get(timeout=10)}") from None
+        failed = [t for t in timed if isinstance(t, str)]
+        if failed:
+            raise RuntimeError(f"the machine ceiling of {env}: {failed[0]}")
     finally:
         for loop in loops:
             loop.join(timeout=10)
             if loop.is_alive():
                 loop.kill()
-    calls = sum(c for c, _ in timed)
-    return {"steps": calls, "seconds": max(s for _, s in timed),
-            "steps_per_s": sum(c / s for c, s in timed), "build_s": float("nan"),
-            "note": f"{cores} loops"}
+    counts = [t for t in timed if not isinstance(t, str)]
+    return {"steps": sum(c for c, _ in counts), "seconds": max(s for _, s in counts),
+            "steps_per_s": sum(c / s for c, s in counts), "build_s": float("nan"), "note": f"{cores} loops"}

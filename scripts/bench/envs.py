@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["ENVS", "StragglerEnv", "make_env", "calibrate_spin"]
+__all__ = ["ENVS", "StragglerEnv", "make_env", "make_ale", "calibrate_spin"]
 
 ENVS = {
     "cartpole": "CartPole-v1",
@@ -98,7 +98,7 @@ class StragglerEnv(gym.Env):
         return obs, 1.0, self._t >= self._episode_length, False, {}
 
 
-def _make_ale(env_id: str, **kwargs: Any) -> gym.Env:
+def make_ale(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
     try:
         import ale_py
@@ -122,9 +122,9 @@ def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000) -> gym.Env:
     if env == "cartpole":
         return gym.make("CartPole-v1")
     if env == "pong":
-        return _make_ale("ALE/Pong-v5")
+        return make_ale("ALE/Pong-v5")
     if env == "breakout":
-        atari = _make_ale("ALE/Breakout-v5", frameskip=1)
+        atari = make_ale("ALE/Breakout-v5", frameskip=1)
         return gym.wrappers.AtariPreprocessing(atari, frame_skip=4, screen_size=84,
                                                grayscale_obs=True, grayscale_newaxis=True)
     if env == "busy":

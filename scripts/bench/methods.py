@@ -38,6 +38,7 @@ __all__ = ["Method", "METHODS", "unavailable", "build", "batch_size_of"]
 
 EnvFns = list[Callable[[], Any]]
 ATARI = ("W3", "W4", "M3", "M4")
+ATARI_ENVS = ("pong", "breakout")
 NOT_BUSY = ("W1", "W2", "M1", *ATARI)
 
 
@@ -79,7 +80,7 @@ def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tu
 
 
 METHODS: dict[str, Method] = {m.key: m for m in [
-    Method("raw", "raw (1 env, plain loop)", "raw", quick=True),
+    Method("raw", "raw (1 env, plain loop)", "raw"),
     Method("ceiling", "machine ceiling (1 raw loop per core, at once)", "ceiling", quick=True),
     *_ours("dummy", "DummyVecEnv", "DummyVecEnv", quick=True),
     *_ours("subproc", "SubprocVecEnv()", "SubprocVecEnv", quick=True),
@@ -90,8 +91,8 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     *_ours("subproc-2", "SubprocVecEnv(in_series=2)", "SubprocVecEnv", in_series=2,
            workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),
     *_ours("ray", "RayVecEnv()", "RayVecEnv"),
-    Method("ale", "ALEVecEnv", "ale", workloads=ATARI),
-    Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True,
+    Method("ale", "ALEVecEnv", "ale", quick=True, workloads=ATARI),
+    Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True, quick=True,
            workloads=ATARI),
     Method("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", {"cls": "SyncVectorEnv"}, quick=True),
     Method("gym-async", "gymnasium AsyncVectorEnv(shared_memory=True)", "gymnasium",
@@ -119,14 +120,21 @@ def load_ours(name: str) -> Any:
     return cls
 
 
+def _installed(module: str) -> bool:
+    """``module`` can be imported here (checked without importing it)."""
+    return importlib.util.find_spec(module) is not None
+
+
 def unavailable(method: Method, workload: Workload) -> str | None:
     """Why ``method`` cannot run ``workload`` here, or None when it can."""
     if method.workloads is not None and workload.key not in method.workloads:
         return f"{method.label} cannot run {workload.key}"
+    if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
+        return f'{method.label}: not installed (ale-py: pip install -e ".[atari]")'
     backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
     needs = {"sb3": "stable_baselines3", "envpool": "envpool"}.get(method.family)
     needs = "ray" if backend == "RayVecEnv" else needs
-    if needs and importlib.util.find_spec(needs) is None:
+    if needs and not _installed(needs):
         return f"{method.label}: not installed ({needs})"
     if backend is None:
         return None
