@@ -266,5 +266,5 @@ def test_timing_loops_count_calls():
     seen: list = []
     calls, seconds = run_for(seen.append, ["a", "b"], 0.0)
     assert (calls, seen) == (1, ["a"]) and seconds >= 0
-    seconds = time_calls(seen.append, ["c", "d"], pause_s=0.001)
-    assert seen == ["a", "c", "d"] and seconds.shape == (2,)
+    each = time_calls(seen.append, ["c", "d"], pause_s=0.001)
+    assert seen == ["a", "c", "d"] and each.shape == (2,)

@@ -9,6 +9,7 @@ One module per concern, in the order a run uses them:
 - ``ceiling``: the machine ceiling, one raw env loop per core running at once.
 - ``cell``: one method on one workload, measured in a fresh process.
 - ``tree``: the parent's side of a cell: its process tree's CPU and memory, timeouts.
+- ``machine``: one line describing the machine and the versions measured.
 - ``summary``, ``targets``, ``table``, ``report``, ``plot``: from cell records to the
   Markdown report and its chart.
 - ``args``, ``extras``, ``cli``: command lines (an ``Args`` dataclass per script) and the

@@ -2,7 +2,8 @@
 
 As in cleanrl's scripts, each script declares an ``Args`` dataclass with a line of help
 per field (``field(metadata={"help": ...})``); ``parse`` turns it into a command line.
-Booleans become ``--flag`` / ``--no-flag``; tuples take any number of values.
+A boolean that is off by default becomes ``--flag``, one that is on ``--no-flag`` too;
+tuples take any number of values.
 
 Example:
     >>> from dataclasses import dataclass, field
@@ -29,9 +30,15 @@ T = TypeVar("T")
 def _add(parser: argparse.ArgumentParser, name: str, default: Any, metadata: Any) -> None:
     """One ``--flag`` for the field ``name``."""
     flag, help_text = "--" + name.replace("_", "-"), metadata["help"]
-    if isinstance(default, bool):
-        parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)
-    elif isinstance(default, tuple):
+    if default is False:
+        parser.add_argument(flag, action="store_true", help=help_text)
+        return
+    if default is True:
+        parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=True, help=help_text)
+        return
+    if default != "":
+        help_text += f" (default: {' '.join(map(str, default)) if isinstance(default, tuple) else default})"
+    if isinstance(default, tuple):
         parser.add_argument(flag, nargs="*", type=metadata["type"], default=default, help=help_text)
     else:
         parser.add_argument(flag, type=type(default), default=default, help=help_text)
@@ -48,8 +55,7 @@ def parse(cls: Callable[..., T], argv: Sequence[str] | None, description: str,
         check: returns what is wrong with the parsed arguments, or None; a problem exits
             with status 2 and one line on stderr, as argparse does for a bad flag.
     """
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(description=description)
     for f in fields(cls):  # type: ignore[arg-type]
         if f.default is MISSING:
             raise TypeError(f"parse(): {cls.__name__}.{f.name} needs a default (its value without the flag)")
