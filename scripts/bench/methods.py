@@ -98,7 +98,8 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("gym-async", "gymnasium AsyncVectorEnv(shared_memory=True)", "gymnasium",
            {"cls": "AsyncVectorEnv", "shared_memory": True}),
     Method("sb3-dummy", "SB3 DummyVecEnv", "sb3", {"cls": "DummyVecEnv"}),
-    Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"}),
+    Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"},
+           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),  # a process (with torch) per env
     Method("envpool", "EnvPool (sync)", "envpool", workloads=NOT_BUSY),
     Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True,
            workloads=NOT_BUSY),
