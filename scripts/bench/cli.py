@@ -115,14 +115,19 @@ def plan_cells(args: Args, workloads: list[Workload], methods: list[Method],
 
 
 def run_all(cells: list[CellSpec], timeout: float) -> list[dict[str, Any]]:
-    """Run every cell with a progress bar (on stderr); each record holds its spec and result."""
+    """Run the cells with a progress bar (on stderr); each record holds its spec and result.
+    Ctrl-C stops the run: the cells finished so far are returned."""
     from tqdm import tqdm
 
-    records = []
+    records: list[dict[str, Any]] = []
     bar = tqdm(cells, desc="cells", unit="cell", file=sys.stderr)
-    for spec in bar:
-        bar.set_postfix_str(f"{spec.workload} {spec.method} #{spec.repeat}")
-        records.append({**asdict(spec), **run_cell_process(spec, timeout)})
+    try:
+        for spec in bar:
+            bar.set_postfix_str(f"{spec.workload} {spec.method} #{spec.repeat}")
+            records.append({**asdict(spec), **run_cell_process(spec, timeout)})
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: reporting the {len(records)} of {len(cells)} cells that finished", file=sys.stderr)
     return records
 
 
@@ -142,7 +147,7 @@ def write_results(out: Path, report: str, args: Args, records: list[dict[str, An
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; 0 when every cell ran, 1 when some failed."""
+    """Run the benchmark; 0 when every cell ran, 1 when some failed, 130 when interrupted."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.list:
@@ -157,10 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = run_all(cells, args.cell_timeout)
     sums = summarize(records)
     settings = Settings(args.repeats, args.warmup, args.window, args.seed, spin,
-                        " ".join(["python scripts/benchmark.py", *argv]))
+                        " ".join(["python scripts/benchmark.py", *argv]), len(records), len(cells))
     report = render_report(settings, workloads, methods, sums, skipped, machine, records)
     out = Path(args.out) if args.out else default_out()
     write_results(out, report, args, records, {"workloads": workloads, "methods": methods, "sums": sums})
     print(report)
     print(f"results written to {out}/ (results.md, ratios.png, cells.json)", file=sys.stderr)
+    if len(records) < len(cells):
+        return 130
     return 1 if any("error" in r for r in records) else 0

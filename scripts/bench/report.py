@@ -43,6 +43,8 @@ class Settings:
     seed: int
     spin_per_ms: int
     command: str
+    cells_run: int
+    cells_planned: int
 
 
 def _row(m: Method, s: Summary, sync: float, ceiling: float) -> list[str]:
@@ -89,7 +91,9 @@ def noise_line(records: list[dict[str, Any]]) -> str:
 
 def settings_line(s: Settings) -> str:
     """What was measured, and how."""
-    return (f"Settings: `{s.command}`: {s.repeats} repeat(s) round-robin, {s.warmup:g} s warm-up, "
+    stopped = (f" INTERRUPTED after {s.cells_run} of {s.cells_planned} cells."
+               if s.cells_run < s.cells_planned else "")
+    return (f"Settings:{stopped} `{s.command}`: {s.repeats} repeat(s) round-robin, {s.warmup:g} s warm-up, "
             f"{s.window:g} s window, seed {s.seed}; steps/s = env steps summed over the batch (recv/send: "
             f"batch_size per recv); % of ceiling = share of the machine ceiling row; CPU % = user+sys of the "
             f"process tree / wall (100 % = one core); peak MB = summed RSS of the process tree; busy env "
@@ -102,7 +106,9 @@ def render_report(settings: Settings, workloads: list[Workload], methods: list[M
     """The whole Markdown report."""
     lines = ["# vec_envs benchmark", "", machine, "", settings_line(settings), "", noise_line(records), ""]
     for w in workloads:
-        lines += [f"## {w.key}: {w.title}", "", *workload_table(w, methods, sums), ""]
+        ran = any(wk == w.key for wk, _ in sums)
+        table = workload_table(w, methods, sums) if ran else ["No cell of this workload finished."]
+        lines += [f"## {w.key}: {w.title}", "", *table, ""]
         notes = workload_notes(w, methods, sums, skipped)
         lines += [*notes, ""] if notes else []
     rows = [c.row() for w in workloads for c in checks(w.key, sums)]

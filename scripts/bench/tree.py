@@ -152,6 +152,9 @@ def run_cell_process(spec: CellSpec, timeout: float) -> dict[str, Any]:
         try:
             record = read_markers(proc, root)
             proc.wait()
+        except KeyboardInterrupt:
+            kill_tree(root, threading.Event())
+            raise
         finally:
             killer.cancel()
             sampler.stopped.set()
