@@ -49,9 +49,10 @@ class Method:
     Attributes:
         key: command-line name.
         label: the report's name for it.
-        family: which builder makes it (raw, ceiling, ours, ale, gymnasium, sb3, envpool).
+        family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool).
         options: that builder's arguments.
-        recv_send: driven by ``recv`` / ``send`` with ``batch_size = num_envs // 2``.
+        recv_send: driven by ``recv`` / ``send``, ``batch_size = num_envs // batch_divisor``.
+        batch_divisor: see ``recv_send``.
         quick: part of the ``--quick`` subset.
         workloads: the workloads it can run (None: all).
     """
@@ -61,6 +62,7 @@ class Method:
     family: str
     options: dict[str, Any] = field(default_factory=dict)
     recv_send: bool = False
+    batch_divisor: int = 2
     quick: bool = False
     workloads: tuple[str, ...] | None = None
 
@@ -94,6 +96,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("ale", "ALEVecEnv", "ale", quick=True, workloads=ATARI),
     Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True, quick=True,
            workloads=ATARI),
+    Method("ale-async-4", "ALEVecEnv recv/send, batch_size num_envs/4", "ale", recv_send=True, batch_divisor=4,
+           workloads=ATARI),
+    Method("ale-engine", "ale-py AtariVectorEnv (the C++ engine under ALEVecEnv)", "ale-engine", workloads=ATARI),
     Method("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", {"cls": "SyncVectorEnv"}, quick=True),
     Method("gym-async", "gymnasium AsyncVectorEnv(shared_memory=True)", "gymnasium",
            {"cls": "AsyncVectorEnv", "shared_memory": True}),
@@ -108,7 +113,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
 
 def batch_size_of(method: Method, workload: Workload) -> int:
     """Envs per ``recv`` of a recv/send method; the whole batch for a lock-step one."""
-    return max(1, workload.num_envs // 2) if method.recv_send else workload.num_envs
+    return max(1, workload.num_envs // method.batch_divisor) if method.recv_send else workload.num_envs
 
 
 def load_ours(name: str) -> Any:
@@ -133,7 +138,7 @@ def unavailable(method: Method, workload: Workload) -> str | None:
     if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
         return f'{method.label}: not installed (ale-py: pip install -e ".[atari]")'
     backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
-    needs = {"sb3": "stable_baselines3", "envpool": "envpool"}.get(method.family)
+    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py"}.get(method.family)
     needs = "ray" if backend == "RayVecEnv" else needs
     if needs and not _installed(needs):
         return f"{method.label}: not installed ({needs})"
@@ -190,6 +195,24 @@ def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
     return stepper(venv, True, note)
 
 
+ENGINE_COMMON = {"autoreset_mode": "SameStep", "repeat_action_probability": 0.25, "use_fire_reset": False,
+                 "reward_clipping": False, "episodic_life": False}
+ENGINE_TASKS = {  # ale-py's AtariVectorEnv options that give each Atari env of bench.envs
+    "pong": ("pong", {"stack_num": 1, "img_height": 210, "img_width": 160, "grayscale": False, "maxpool": False,
+                      "noop_max": 0}),
+    "breakout": ("breakout", {"stack_num": 4, "noop_max": 30}),
+}
+
+
+def build_ale_engine(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """ale-py's ``AtariVectorEnv`` alone: the engine ALEVecEnv puts our API on."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    game, options = ENGINE_TASKS[workload.env]
+    envs = AtariVectorEnv(game, workload.num_envs, **ENGINE_COMMON, **options)
+    return GymVectorStepper(envs, envs.single_action_space, True, "same-step auto-reset, no API on top")
+
+
 def build_gymnasium(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """A gymnasium vector env with same-step auto-reset (the work our backends do)."""
     import gymnasium
@@ -237,7 +260,8 @@ def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
 
 
 BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
-    "raw": build_raw, "ours": build_ours, "ale": build_ale, "gymnasium": build_gymnasium,
+    "raw": build_raw, "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine,
+    "gymnasium": build_gymnasium,
     "sb3": build_sb3, "envpool": build_envpool,
 }
 
