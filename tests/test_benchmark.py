@@ -45,6 +45,7 @@ SMOKE = {
     "agent_pause": ["bench_agent_pause.py", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
     "wrappers": ["bench_wrappers.py", "--env", "synthetic", "--backend", "subproc", "--steps", "2",
                  "--rounds", "4"],
+    "ale": ["bench_ale.py", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
     "ray": ["bench_ray.py", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1",
             "--pings", "5"],
 }
@@ -168,7 +169,8 @@ def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
                  rf"\((meets|misses) the < 15 % target\)"),
     ("ray", rf"\| CartPole-v1 x 64 \| RayVecEnv \| \d+ \| {NUMBER} \| {NUMBER} \({NUMBER}\) \| {NUMBER} \|.*"
             rf"bare Ray round trip \(no-op actor call\): {NUMBER} ms median"),
-], ids=["agent_pause", "wrappers", "ray"])
+    ("ale", r"\| ale-py AtariVectorEnv \(raw engine\) \| \d+ \| \d+ \| - \|"),
+], ids=["agent_pause", "wrappers", "ray", "ale"])
 def test_each_bench_script_prints_its_table(smoke, name, pattern):
     done, _ = smoke(name)
     assert done.returncode == 0, done.stderr[-3000:]
