@@ -33,7 +33,7 @@ from bench.args import parse  # noqa: E402
 from bench.envs import make_ale  # noqa: E402
 from bench.extras import require  # noqa: E402
 from bench.table import fmt, markdown_table  # noqa: E402
-from bench.timing import presample, time_calls  # noqa: E402
+from bench.timing import presample, time_block  # noqa: E402
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase  # noqa: E402
 from wrappers import VecFrameStack, VecMonitor, VecNormalize  # noqa: E402
 
@@ -103,11 +103,10 @@ def measure(args: Args) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"bare": [], "stack": []}
     with stack:
         stack.reset()
-        time_calls(stack.step, actions)  # warm-up
+        time_block(stack.step, actions)  # warm-up
         for k in range(args.rounds):
             for kind in (("bare", "stack") if k % 2 == 0 else ("stack", "bare")):
-                venv = bare if kind == "bare" else stack
-                times[kind].append(float(time_calls(venv.step, actions).mean()))
+                times[kind].append(time_block((bare if kind == "bare" else stack).step, actions))
     return times
 
 

@@ -1,8 +1,9 @@
 """The timing loops every benchmark script shares.
 
 ``run_for`` measures throughput (as many calls as fit in a window); ``time_calls``
-measures latency (each call timed on its own). Actions are drawn up front by
-``presample``, so the timed loops draw none.
+measures latency (each call timed on its own); ``time_block`` the mean time of a block
+of calls timed as one (for calls so short that reading the clock around each would
+weigh). Actions are drawn up front by ``presample``, so the timed loops draw none.
 
 Example:
     >>> calls, seconds = run_for(lambda action: None, [0, 1], 0.01)
@@ -10,6 +11,8 @@ Example:
     True
     >>> time_calls(lambda action: None, [0, 1, 0]).shape
     (3,)
+    >>> time_block(lambda action: None, [0, 1, 0], clock=time.process_time) >= 0
+    True
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["presample", "run_for", "time_calls", "busy_wait"]
+__all__ = ["presample", "run_for", "time_calls", "time_block", "busy_wait"]
 
 
 def presample(space: spaces.Space[Any], num_envs: int, steps: int, seed: int) -> np.ndarray:
@@ -70,6 +73,22 @@ def time_calls(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray
         if pause_s:
             busy_wait(pause_s)
     return seconds
+
+
+def time_block(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray,
+               clock: Callable[[], float] = time.perf_counter) -> float:
+    """Seconds per call of ``call`` over ``arguments`` (one call each), the block timed as one.
+
+    Args:
+        call: what is timed.
+        arguments: one argument per call, in order.
+        clock: ``time.perf_counter`` (wall) or ``time.process_time`` (this process's CPU:
+            on a busy machine it leaves out the time spent waiting for a core).
+    """
+    start = clock()
+    for argument in arguments:
+        call(argument)
+    return (clock() - start) / len(arguments)
 
 
 def busy_wait(seconds: float) -> None:
