@@ -152,8 +152,8 @@ def test_benchmark_without_psutil_says_which_extra_to_install():
 def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
     done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "--workloads", "W9"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "--workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "error: --workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
     with pytest.raises(SystemExit) as exited:
         main(["--repeats", "0"])
     assert exited.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(
@@ -239,7 +239,7 @@ def test_plan_rotates_methods_and_lists_what_cannot_run():
 def test_workload_groups_and_unknown_names():
     assert [w.key for w in select("M", WORKLOADS, "workloads", GROUPS)] == ["M1", "M3", "M4", "M5"]
     assert [w.key for w in select("W2,M1", WORKLOADS, "workloads", GROUPS)] == ["W2", "M1"]
-    with pytest.raises(SystemExit, match=r"--methods: unknown \['nope'\]"):
+    with pytest.raises(ValueError, match=r"--methods: unknown \['nope'\]"):
         select("raw,nope", METHODS, "methods")
 
 

@@ -60,6 +60,11 @@ def _check(args: Args) -> str | None:
     if args.repeats < 1 or args.window <= 0 or args.warmup < 0 or args.cell_timeout <= 0:
         return (f"--repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received "
                 f"{args.repeats}, {args.window}, {args.cell_timeout}, {args.warmup}")
+    try:
+        select(args.workloads, WORKLOADS, "workloads", GROUPS)
+        select(args.methods, METHODS, "methods")
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -72,14 +77,19 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
 
 
 def select(text: str, table: dict[str, T], what: str, groups: dict[str, list[str]] | None = None) -> list[T]:
-    """The entries of ``table`` named in the comma-separated ``text`` (``all``: every one)."""
+    """The entries of ``table`` named in the comma-separated ``text`` (``all``: every one; a name of
+    ``groups``: its members).
+
+    Raises:
+        ValueError: a name that is neither a key of ``table`` nor a group.
+    """
     if text == "all":
         return list(table.values())
     keys = [k.strip() for k in text.split(",") if k.strip()]
     keys = [key for k in keys for key in (groups or {}).get(k, [k])]
     unknown = [k for k in keys if k not in table]
     if unknown or not keys:
-        raise SystemExit(f"--{what}: unknown {unknown or text!r}; expected a comma-separated subset of "
+        raise ValueError(f"--{what}: unknown {unknown or text!r}; expected a comma-separated subset of "
                          f"{list(table)}{' or ' + ', '.join(groups) if groups else ''}, or all")
     return [table[k] for k in keys]
 
