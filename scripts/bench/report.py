@@ -20,7 +20,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from bench.methods import Method
+from bench.methods import METHODS, Method
 from bench.summary import Summary, summary_of
 from bench.table import fmt, markdown_table, ratio
 from bench.targets import checks
@@ -66,7 +66,10 @@ def workload_table(w: Workload, methods: list[Method], sums: dict[tuple[str, str
 def workload_notes(w: Workload, methods: list[Method], sums: dict[tuple[str, str], Summary],
                    skipped: list[tuple[str, str, str]]) -> list[str]:
     """Bullets under a workload's table: methods that could not run, settings, failures, noise."""
-    notes = [f"- {why}" for wk, _, why in skipped if wk == w.key]
+    mine = [(METHODS[key], why) for wk, key, why in skipped if wk == w.key]
+    not_for = [m.label for m, _ in mine if m.workloads is not None and w.key not in m.workloads]
+    notes = [f"- {why}" for m, why in mine if m.label not in not_for]
+    notes += ["- not made for this workload: " + ", ".join(not_for)] if not_for else []
     noisy = []
     for m in methods:
         s = summary_of(sums, w.key, m.key)
