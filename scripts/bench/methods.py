@@ -195,9 +195,10 @@ def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
     return stepper(venv, True, note)
 
 
-ENGINE_COMMON: dict[str, Any] = {"autoreset_mode": "SameStep", "repeat_action_probability": 0.25, "use_fire_reset": False,
-                 "reward_clipping": False, "episodic_life": False}
-ENGINE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {  # ale-py's AtariVectorEnv options that give each Atari env of bench.envs
+ENGINE_COMMON: dict[str, Any] = {"autoreset_mode": "SameStep", "repeat_action_probability": 0.25,
+                                 "use_fire_reset": False, "reward_clipping": False, "episodic_life": False}
+# ale-py's AtariVectorEnv options that give each Atari env of bench.envs
+ENGINE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "pong": ("pong", {"stack_num": 1, "img_height": 210, "img_width": 160, "grayscale": False, "maxpool": False,
                       "noop_max": 0}),
     "breakout": ("breakout", {"stack_num": 4, "noop_max": 30}),
