@@ -17,12 +17,13 @@ Example:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["Batch", "Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper",
+__all__ = ["Batch", "Stepper", "first_sends", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper",
            "EnvPoolStepper", "EnvPoolRecvSendStepper", "FrameStacker", "Stacked"]
 
 Batch = tuple[Any, np.ndarray, "np.ndarray | None"]
@@ -48,7 +49,7 @@ class Stepper:
 
     def start(self, seed: int) -> Any:
         """Seed env i with ``seed + i`` and reset; the first observations, or None for an
-        asynchronous API (they come with the first ``step``)."""
+        asynchronous API (which has received every env's reset row and sent it an action)."""
         raise NotImplementedError
 
     def step(self, actions: np.ndarray) -> Batch:
@@ -108,6 +109,20 @@ class VecEnvStepper(Stepper):
         self.venv.close()
 
 
+def first_sends(recv: Callable[[], np.ndarray], send: Callable[[np.ndarray, np.ndarray], None],
+                num_envs: int, action_space: spaces.Space[Any]) -> None:
+    """Receive every env's reset row and send it a first action.
+
+    An asynchronous reset finishes inside the first ``recv`` calls; done here, it counts
+    as build time (as ``reset()`` does for lock-step methods), not as stepping.
+    """
+    seen: set[int] = set()
+    while len(seen) < num_envs:
+        env_ids = recv()
+        send(np.array([action_space.sample() for _ in env_ids]), env_ids)
+        seen.update(int(i) for i in env_ids)
+
+
 class RecvSendStepper(VecEnvStepper):
     """Our asynchronous API: ``async_reset()``, then ``recv()`` + ``send(actions[ids], ids)``."""
 
@@ -118,6 +133,7 @@ class RecvSendStepper(VecEnvStepper):
     def start(self, seed: int) -> Any:
         self.venv.seed(seed)
         self.venv.async_reset()
+        first_sends(lambda: self.venv.recv()[-1], self.venv.send, self.num_envs, self.action_space)
         return None
 
     def step(self, actions: np.ndarray) -> Batch:
@@ -163,6 +179,7 @@ class EnvPoolRecvSendStepper(EnvPoolStepper):
 
     def start(self, seed: int) -> Any:
         self.envs.async_reset()
+        first_sends(lambda: self.envs.recv()[-1]["env_id"], self.envs.send, self.num_envs, self.action_space)
         return None
 
     def step(self, actions: np.ndarray) -> Batch:
