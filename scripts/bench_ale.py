@@ -6,8 +6,9 @@ starts, frame skip 4 with max-pooling, 84x84 gray) and a frame stack of 4, x 8 e
 ALEVecEnv runs the same preprocessing in ale-py's C++ engine (``episode_life=False``,
 ``fire_reset=False`` as AtariPreprocessing). A preset of ``scripts/benchmark.py``: the
 same cells (a fresh process each, build + reset, warm-up, one timed window of
-pre-sampled actions), repeats round-robin over the methods; the table shows medians and
-the ratio to SyncVectorEnv.
+pre-sampled actions), repeats round-robin over the methods; the table shows medians, the
+ratio to SyncVectorEnv, and env steps per CPU second of the cell's whole process tree
+(threads and workers), which the load of a shared machine skews far less.
 
 Usage:
     python scripts/bench_ale.py                          # 3 repeats of 5 s windows
@@ -15,7 +16,6 @@ Usage:
 """
 from __future__ import annotations
 
-import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +61,8 @@ def _check(args: Args) -> str | None:
     return None
 
 
-def measure(args: Args) -> dict[str, list[float]]:
-    """Steps/s of every cell, by method key; exits with the error of a cell that failed."""
+def measure(args: Args) -> dict[str, list[dict[str, float]]]:
+    """Every cell's steps/s and CPU %, by method key; exits with the error of a cell that failed."""
     from bench.cell import CellSpec
     from bench.methods import METHODS as BENCHMARK_METHODS
     from bench.methods import unavailable
@@ -74,28 +74,32 @@ def measure(args: Args) -> dict[str, list[float]]:
         why = unavailable(BENCHMARK_METHODS[METHODS[key][0]], WORKLOADS["W4"])
         if why:
             raise SystemExit(f"bench_ale.py: {key}: {why}")
-    rates: dict[str, list[float]] = {key: [] for key in keys}
+    cells: dict[str, list[dict[str, float]]] = {key: [] for key in keys}
     for repeat in range(args.repeats):
         for key in keys[repeat % len(keys):] + keys[:repeat % len(keys)]:
             spec = CellSpec("W4", METHODS[key][0], repeat, args.seed, args.window, args.warmup, handshake=True)
             record = run_cell_process(spec, CELL_TIMEOUT_S)
             if "error" in record:
                 raise SystemExit(f"bench_ale.py: {key} failed: {record['error']}")
-            rates[key].append(record["steps_per_s"])
-            print(f"repeat {repeat + 1}/{args.repeats} {key}: {rates[key][-1]:.0f} steps/s", file=sys.stderr)
-    return rates
+            cells[key].append(record)
+            print(f"repeat {repeat + 1}/{args.repeats} {key}: {record['steps_per_s']:.0f} steps/s", file=sys.stderr)
+    return cells
 
 
-def report(rates: dict[str, list[float]], args: Args) -> None:
-    """One row per method: median steps/s, every run, and the ratio to SyncVectorEnv."""
+def report(cells: dict[str, list[dict[str, float]]], args: Args) -> None:
+    """One row per method: median steps/s, every run, the ratio to SyncVectorEnv, steps per CPU s."""
+    from bench.summary import summarize
     from bench.table import markdown_table
     from bench.workloads import WORKLOADS
 
-    sync = statistics.median(rates["sync"]) if "sync" in rates else None
-    rows = [[METHODS[key][1], f"{statistics.median(runs):.0f}", ", ".join(f"{r:.0f}" for r in runs),
-             f"{statistics.median(runs) / sync:.2f}" if sync else "-"] for key, runs in rates.items()]
+    sums = summarize([{"workload": "W4", "method": key, **cell} for key, runs in cells.items() for cell in runs])
+    sync = sums["W4", "sync"].rate if "sync" in cells else None
+    rows = [[METHODS[key][1], f"{sums['W4', key].rate:.0f}", ", ".join(f"{c['steps_per_s']:.0f}" for c in runs),
+             f"{sums['W4', key].rate / sync:.2f}" if sync else "-", f"{sums['W4', key].per_cpu_s:.0f}"]
+            for key, runs in cells.items()]
     print(f"\nW4: {WORKLOADS['W4'].title}, {args.repeats} x {args.window:g} s windows\n")
-    print("\n".join(markdown_table(["method", "env steps/s (median)", "runs", "x SyncVectorEnv"], rows, "lrlr")))
+    header = ["method", "env steps/s (median)", "runs", "x SyncVectorEnv", "env steps per CPU s"]
+    print("\n".join(markdown_table(header, rows, "lrlrr")))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ from bench.workloads import WORKLOADS  # noqa: E402
 
 WORKLOADS_RUN = ["W5"]
 METHODS_RUN = ["ceiling", "dummy", "dummy-async", "subproc", "gym-sync"]
-HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "build s", "CPU %", "peak MB"]
+HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "steps per CPU s", "build s", "CPU %",
+          "peak MB"]
 NUMBER = r"\d[\d,]*(\.\d+)?"
 RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
 SMOKE = {

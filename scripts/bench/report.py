@@ -5,14 +5,14 @@ Example:
     >>> from bench.summary import Summary
     >>> from bench.workloads import WORKLOADS
     >>> sums = {("W1", "ceiling"): Summary(rate=400.0, low=400.0, high=400.0, build_s=float("nan"),
-    ...                                    cpu_pct=200.0, peak_mb=90.0),
+    ...                                    cpu_pct=200.0, per_cpu_s=200.0, peak_mb=90.0),
     ...         ("W1", "gym-sync"): Summary(rate=100.0, low=90.0, high=110.0, build_s=0.01,
-    ...                                     cpu_pct=100.0, peak_mb=45.0)}
+    ...                                     cpu_pct=100.0, per_cpu_s=100.0, peak_mb=45.0)}
     >>> print("\\n".join(workload_table(WORKLOADS["W1"], [METHODS["ceiling"], METHODS["gym-sync"]], sums)))
-    | method | steps/s median (min-max) | / Sync | % of ceiling | build s | CPU % | peak MB |
-    |---|---:|---:|---:|---:|---:|---:|
-    | machine ceiling (1 raw loop per core, at once) | 400 (400-400) | 4.00x | 100 % | n/a | 200 | 90 |
-    | gymnasium SyncVectorEnv | 100 (90-110) | 1.00x | 25 % | 0.01 | 100 | 45 |
+    | method | steps/s median (min-max) | / Sync | % of ceiling | steps per CPU s | build s | CPU % | peak MB |
+    |---|---:|---:|---:|---:|---:|---:|---:|
+    | machine ceiling (1 raw loop per core, at once) | 400 (400-400) | 4.00x | 100 % | 200 | n/a | 200 | 90 |
+    | gymnasium SyncVectorEnv | 100 (90-110) | 1.00x | 25 % | 100 | 0.01 | 100 | 45 |
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from bench.workloads import Workload
 
 __all__ = ["Settings", "render_report", "workload_table"]
 
-HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "build s", "CPU %", "peak MB"]
+HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "steps per CPU s", "build s", "CPU %",
+          "peak MB"]
 TARGETS_HEADER = ["workload", "check", "value", "target", "met"]
 NOISY_OTHER_PCT = 20          # flag a row when other processes used more CPU than this meanwhile
 
@@ -52,7 +53,8 @@ def _row(m: Method, s: Summary, sync: float, ceiling: float) -> list[str]:
     if not s.ran:
         return [m.label, "failed", *["n/a"] * (len(HEADER) - 2)]
     return [m.label, f"{fmt(s.rate)} ({fmt(s.low)}-{fmt(s.high)})", fmt(ratio(s.rate, sync), ".2f", "x"),
-            fmt(100 * ratio(s.rate, ceiling), ".0f", " %"), fmt(s.build_s, ".2f"), fmt(s.cpu_pct, ".0f"),
+            fmt(100 * ratio(s.rate, ceiling), ".0f", " %"), fmt(s.per_cpu_s), fmt(s.build_s, ".2f"),
+            fmt(s.cpu_pct, ".0f"),
             fmt(s.peak_mb, ".0f")]
 
 
@@ -99,7 +101,8 @@ def settings_line(s: Settings) -> str:
     return (f"Settings:{stopped} `{s.command}`: {s.repeats} repeat(s) round-robin, {s.warmup:g} s warm-up, "
             f"{s.window:g} s window, seed {s.seed}; steps/s = env steps summed over the batch (recv/send: "
             f"batch_size per recv); % of ceiling = share of the machine ceiling row; CPU % = user+sys of the "
-            f"process tree / wall (100 % = one core); peak MB = summed RSS of the process tree; busy env "
+            f"process tree / wall (100 % = one core); steps per CPU s = steps/s / (CPU % / 100), what the "
+            f"load of the rest of the machine skews far less; peak MB = summed RSS of the process tree; busy env "
             f"work: {s.spin_per_ms} loop iterations per ms (calibrated at start).")
 
 

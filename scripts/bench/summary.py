@@ -20,13 +20,18 @@ __all__ = ["Summary", "summarize", "summary_of"]
 
 @dataclass
 class Summary:
-    """The repeats of one (workload, method): medians and the steps/s range (NaN: not measured)."""
+    """The repeats of one (workload, method): medians and the steps/s range (NaN: not measured).
+
+    ``per_cpu_s`` is env steps per CPU second of the whole process tree (threads and
+    workers included): what the machine's load skews far less than steps/s.
+    """
 
     rate: float = float("nan")
     low: float = float("nan")
     high: float = float("nan")
     build_s: float = float("nan")
     cpu_pct: float = float("nan")
+    per_cpu_s: float = float("nan")
     peak_mb: float = float("nan")
     other_cpu_pct: float = float("nan")
     errors: list[str] = field(default_factory=list)
@@ -56,6 +61,8 @@ def _summary(records: list[dict[str, Any]]) -> Summary:
         s.rate, s.low, s.high = statistics.median(rates), min(rates), max(rates)
         s.build_s, s.cpu_pct = _median(good, "build_s"), _median(good, "cpu_pct")
         s.peak_mb, s.other_cpu_pct = _median(good, "peak_mb"), _median(good, "other_cpu_pct")
+        per_cpu = [100 * r["steps_per_s"] / r["cpu_pct"] for r in good if r.get("cpu_pct", 0) > 0]
+        s.per_cpu_s = statistics.median(per_cpu) if per_cpu else float("nan")
     return s
 
 
