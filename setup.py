@@ -10,14 +10,17 @@ rms_kernel = Extension(
 )
 
 extras = {
-    "atari": ["ale-py>=0.9"],
+    "atari": ["ale-py>=0.12"],  # 0.12: the C++ vector engine with same-step auto-reset (ALEVecEnv)
     "ray": ["ray>=2.9"],
     "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4.9"],
     "bench": ["matplotlib>=3.7", "psutil>=5.9"],
+    "sb3": ["stable-baselines3>=2.3"],
 }
+# The test extra installs every other extra, so no test is skipped; torch is pinned to the
+# release whose CPU build lies on the CI machines (no CUDA download).
 extras["test"] = sorted(
-    {"pytest>=7.4", "pytest-timeout>=2.2", "psutil>=5.9"}
-    | {req for name in ("atari", "ray", "video", "bench") for req in extras[name]}
+    {"pytest>=8.1", "pytest-timeout>=2.2", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1", "torch==2.13.0"}
+    | {req for name in ("atari", "ray", "video", "bench", "sb3") for req in extras[name]}
 )
 
 setup(
@@ -28,6 +31,7 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     packages=find_packages(include=["vec_envs", "vec_envs.*", "wrappers", "wrappers.*"]),
+    package_data={"vec_envs": ["py.typed", "API.md"], "wrappers": ["py.typed"]},
     ext_modules=[rms_kernel],
     python_requires=">=3.10",
     install_requires=[

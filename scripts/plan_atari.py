@@ -12,13 +12,17 @@ random policy over the same number of env steps.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
+
+NO_ALE = 'plan_atari.py needs ale-py (the Atari emulator): pip install -e ".[atari]"'
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -104,4 +108,9 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    arguments = parse_args()
+    try:
+        import ale_py  # noqa: F401
+    except ImportError:
+        sys.exit(NO_ALE)
+    main(arguments)

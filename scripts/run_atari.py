@@ -7,9 +7,11 @@ all lives of a game).
 
     python scripts/run_atari.py                               # Breakout, 8 envs, subproc
     python scripts/run_atari.py --env-id Pong --backend dummy --steps 10000
+    python scripts/run_atari.py --num-envs 16 --batch-size 8  # recv/send: the first 8 ready envs
     python scripts/run_atari.py --render                      # live tiled window of all envs
     python scripts/run_atari.py --video videos/               # MP4 clips
     python scripts/run_atari.py --policy my_agent:act         # my_agent.py in the current dir
+    python scripts/run_atari.py --backend ale                 # ale-py's C++ engine (ALEVecEnv)
 
 Exit codes: 0 done, 2 bad arguments (one line on stderr), 130 interrupted (Ctrl-C; the
 summary so far is printed and the workers and video files are closed).
@@ -37,7 +39,7 @@ from wrappers import VecFrameStack, VecVideoRecorder
 from wrappers.atari import make_atari_env, resolve_atari_id
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
-BACKENDS = ("dummy", "subproc", "ray")
+BACKENDS = ("dummy", "subproc", "ray", "ale")
 Policy = Callable[[np.ndarray], Any]
 
 
@@ -82,9 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="game: 'Breakout', 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
     p.add_argument("--num-envs", type=positive_int, default=8, help="envs stepped as one batch")
     p.add_argument("--backend", choices=BACKENDS, default="subproc",
-                   help="dummy: all envs in this process; subproc: worker processes; ray: Ray actors")
+                   help="dummy: all envs in this process; subproc: worker processes; ray: Ray actors; "
+                        "ale: ale-py's C++ vector engine (threads, preprocessing and frame stack in C++)")
     p.add_argument("--in-series", type=in_series_arg, default="auto",
                    help="envs per worker for subproc / ray: an int or 'auto'")
+    p.add_argument("--batch-size", type=positive_int, metavar="K",
+                   help="asynchronous batches: act on the first K envs ready (recv/send) while the others "
+                        "keep stepping; K <= --num-envs (default: lock-step steps of all envs)")
     p.add_argument("--steps", type=positive_int, default=24_000,
                    help="env steps in total, over all envs; one step is 4 emulator frames")
     p.add_argument("--frame-stack", type=positive_int, default=4,
@@ -101,8 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--monitor-dir", metavar="DIR",
                    help="write one SB3-format monitor CSV per env (DIR/<i>.monitor.csv)")
     p.add_argument("--policy", metavar="MODULE:CALLABLE",
-                   help="your policy: callable(obs) -> one action per env; MODULE is imported from the "
-                        "current directory or sys.path (default: uniform random actions)")
+                   help="your policy: callable(obs) -> one action per row of obs (every env, or the K "
+                        "of a --batch-size batch); MODULE is imported from the current directory or "
+                        "sys.path (default: uniform random actions)")
     return p
 
 
@@ -134,7 +141,7 @@ def load_policy(spec: str) -> Policy:
 
 
 def backend_class(name: str) -> type[VecEnvBase]:
-    cls_name = {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv", "ray": "RayVecEnv"}[name]
+    cls_name = {"dummy": "DummyVecEnv", "subproc": "SubprocVecEnv", "ray": "RayVecEnv", "ale": "ALEVecEnv"}[name]
     cls = getattr(vec_envs, cls_name, None)
     if cls is None:
         raise UsageError(f"--backend {name}: this version of vec_envs has no {cls_name}; "
@@ -151,6 +158,8 @@ def check_args(args: argparse.Namespace) -> str:
     except (ImportError, ValueError) as exc:
         raise UsageError(f"--env-id: {exc}") from None
     backend_class(args.backend)
+    if args.batch_size is not None:
+        check_batch_size(args)
     if args.render:
         try:
             check_display()
@@ -170,31 +179,50 @@ def check_args(args: argparse.Namespace) -> str:
     return env_id
 
 
+def check_batch_size(args: argparse.Namespace) -> None:
+    if args.batch_size > args.num_envs:
+        raise UsageError(f"--batch-size must be at most --num-envs ({args.num_envs}), received {args.batch_size}")
+    for option, used in (("--render", args.render), ("--video", args.video)):
+        if used:
+            raise UsageError(f"{option} shows all envs at one step, which needs lock-step batches; "
+                             f"drop --batch-size or {option}")
+
+
 # ------------------------------------------------------------------ envs
 def make_venv(args: argparse.Namespace, env_id: str) -> VecEnvBase:
     env_kwargs: dict[str, Any] = {"repeat_action_probability": args.sticky_actions}
     if args.render or args.video:
         env_kwargs["render_mode"] = "rgb_array"
-    vec_env_kwargs = {} if args.backend == "dummy" else {"in_series": args.in_series}
+    vec_env_kwargs = backend_kwargs(args)
+    if args.batch_size is not None:
+        vec_env_kwargs["batch_size"] = args.batch_size
     try:
         venv = make_atari_env(env_id, args.num_envs, seed=args.seed, vec_env_cls=backend_class(args.backend),
                               vec_env_kwargs=vec_env_kwargs, env_kwargs=env_kwargs,
                               monitor_dir=args.monitor_dir)
-    except ImportError as exc:  # e.g. RayVecEnv without ray installed
+    except (ImportError, ValueError) as exc:  # RayVecEnv without ray; ALEVecEnv with --monitor-dir
         raise UsageError(f"--backend {args.backend}: {exc}") from None
-    if args.frame_stack > 1:
+    if args.frame_stack > 1 and args.backend != "ale":  # ALEVecEnv stacks in C++
         venv = VecFrameStack(venv, n_stack=args.frame_stack)
     if args.video:
-        interval = args.video_interval
-        venv = VecVideoRecorder(venv, args.video, record_video_trigger=lambda step: step % interval == 0,
+        interval, last_step = args.video_interval, -(-args.steps // args.num_envs)  # batch steps of the run
+        venv = VecVideoRecorder(venv, args.video,  # no clip starts after the last step (it would hold 1 frame)
+                                record_video_trigger=lambda step: step % interval == 0 and step < last_step,
                                 video_length=args.video_length, name_prefix=env_id.replace("/", "-"))
     return venv
 
 
+def backend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend's own keyword arguments."""
+    if args.backend == "ale":
+        return {"frame_stack": args.frame_stack}
+    return {} if args.backend == "dummy" else {"in_series": args.in_series}
+
+
 def random_policy(venv: VecEnvBase, seed: int) -> Policy:
     rng = np.random.default_rng(seed)
-    n_actions, num_envs = int(venv.action_space.n), venv.num_envs
-    return lambda obs: rng.integers(0, n_actions, size=num_envs)
+    n_actions = int(venv.action_space.n)
+    return lambda obs: rng.integers(0, n_actions, size=len(obs))
 
 
 # ------------------------------------------------------------------ the run
@@ -220,21 +248,47 @@ class Stats:
         return line
 
 
+def progress_bar(args: argparse.Namespace) -> tqdm:
+    return tqdm(total=args.steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=0.5,
+                smoothing=0.1)
+
+
+def record(stats: Stats, bar: tqdm, steps: int, infos: list[dict[str, Any]]) -> None:
+    """Count ``steps`` env steps and the episodes that ``infos`` finish."""
+    stats.steps += steps
+    bar.update(steps)
+    finished = [info["episode"]["r"] for info in infos if "episode" in info]
+    if finished:
+        stats.scores.extend(finished)
+        mean_score = f"{statistics.fmean(stats.scores):.1f}"
+        bar.set_postfix(episodes=len(stats.scores), mean_score=mean_score, refresh=False)
+
+
 def run(venv: VecEnvBase, policy: Policy, args: argparse.Namespace, stats: Stats) -> None:
+    """Lock-step: every env steps in each batch."""
     obs = venv.reset()
-    with tqdm(total=args.steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=0.5,
-              smoothing=0.1) as bar:
+    with progress_bar(args) as bar:
         while stats.steps < args.steps:
             obs, _, _, infos = venv.step(policy(obs))
-            stats.steps += venv.num_envs
-            bar.update(venv.num_envs)
-            finished = [info["episode"]["r"] for info in infos if "episode" in info]
-            if finished:
-                stats.scores.extend(finished)
-                mean_score = f"{statistics.fmean(stats.scores):.1f}"
-                bar.set_postfix(episodes=len(stats.scores), mean_score=mean_score, refresh=False)
+            record(stats, bar, venv.num_envs, infos)
             if args.render:
                 venv.render(mode="human")
+
+
+def run_async(venv: VecEnvBase, policy: Policy, args: argparse.Namespace, stats: Stats) -> None:
+    """Asynchronous batches: act on the first ``--batch-size`` envs ready, by env id.
+
+    An env's first row after ``async_reset`` is its reset observation, not a step: only
+    the rows of envs that were sent an action count as steps.
+    """
+    venv.async_reset()
+    stepping = np.zeros(venv.num_envs, np.bool_)  # env ids that were sent an action
+    with progress_bar(args) as bar:
+        while stats.steps < args.steps:
+            obs, _, _, infos, env_ids = venv.recv()
+            record(stats, bar, int(stepping[env_ids].sum()), infos)
+            stepping[env_ids] = True
+            venv.send(policy(obs), env_ids)
 
 
 def close_quietly(venv: VecEnvBase | None) -> None:
@@ -256,10 +310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         policy = load_policy(args.policy) if args.policy else None
         t_build = time.perf_counter()
         venv = make_venv(args, env_id)
-        print(f"{env_id}: {args.num_envs} envs on {args.backend}, obs {venv.observation_space.shape}, "
+        batches = "" if args.batch_size is None else f" in async batches of {args.batch_size}"
+        print(f"{env_id}: {args.num_envs} envs on {args.backend}{batches}, obs {venv.observation_space.shape}, "
               f"{args.steps} steps (envs ready in {time.perf_counter() - t_build:.1f} s)", flush=True)
         stats = Stats()
-        run(venv, policy or random_policy(venv, args.seed), args, stats)
+        loop = run if args.batch_size is None else run_async
+        loop(venv, policy or random_policy(venv, args.seed), args, stats)
     except UsageError as exc:
         print(f"run_atari.py: error: {exc}", file=sys.stderr)
         close_quietly(venv)

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from tests.envs import FaultyEnv, SeededEnv
-from vec_envs.errors import EnvTimeoutError, EnvWorkerError
+from vec_envs.errors import AlreadyPendingCallError, EnvTimeoutError, EnvWorkerError, NoAsyncCallError
 
 
 def fns_with(fault, n=4, at=2, **kwargs):
@@ -77,3 +77,20 @@ def check_hang_times_out_and_close_works(venv, seconds, all_gone):
     venv.close()
     assert time.monotonic() - start < seconds
     assert all_gone()
+
+
+def check_lockstep_misuse(venv, n):
+    """The misuse errors of step_async / step_wait / reset and of wrong action counts and shapes
+    (``venv`` has ``n`` envs, Discrete actions, and was reset)."""
+    with pytest.raises(NoAsyncCallError, match="no step_async"):
+        venv.step_wait()
+    venv.step_async(np.zeros(n, np.int64))
+    with pytest.raises(AlreadyPendingCallError, match="step_wait"):
+        venv.step_async(np.zeros(n, np.int64))
+    with pytest.raises(AlreadyPendingCallError):
+        venv.reset()
+    venv.step_wait()
+    with pytest.raises(ValueError, match=f"expected {n} actions .* received {n - 1}"):
+        venv.step(np.zeros(n - 1, np.int64))
+    with pytest.raises(ValueError, match=rf"expected actions of shape \({n},\).*received shape \({n}, 2\)"):
+        venv.step(np.zeros((n, 2), np.int64))

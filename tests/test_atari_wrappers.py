@@ -254,7 +254,7 @@ def test_clipped_rewards_are_the_sign_of_the_real_rewards():
 
 # ------------------------------------------------------------------ make_atari_env
 def test_make_atari_env_reports_the_real_score_at_game_over_only():
-    venv = make_atari_env("SpaceInvaders", 2, seed=0, vec_env_cls=DummyVecEnv)
+    venv = make_atari_env("SpaceInvaders", n_envs=2, seed=0, vec_env_cls=DummyVecEnv)  # SB3's keyword
     assert venv.observation_space.shape == (84, 84, 1)
     obs = venv.reset()
     assert obs.shape == (2, 84, 84, 1) and obs.dtype == np.uint8
@@ -293,7 +293,7 @@ def test_make_atari_env_writes_sb3_monitor_csvs(tmp_path):
 
 
 def test_make_atari_env_checks_its_arguments():
-    with pytest.raises(ValueError, match=r"num_envs must be a positive int, received 0"):
+    with pytest.raises(ValueError, match=r"n_envs must be an int >= 1, received 0"):
         make_atari_env("Breakout", 0, vec_env_cls=DummyVecEnv)
     with pytest.raises(ValueError, match="unknown Atari env id 'Nope'"):
         make_atari_env("Nope", 1, vec_env_cls=DummyVecEnv)

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,9 @@ if str(SCRIPTS) not in sys.path:
 from bench.args import parse  # noqa: E402
 from bench.ceiling import measure_ceiling  # noqa: E402
 from bench.cli import GROUPS, Args, default_out, main, plan_cells, select  # noqa: E402
+from bench.envs import make_env  # noqa: E402
 from bench.methods import METHODS, unavailable  # noqa: E402
-from bench.steppers import FrameStacker  # noqa: E402
+from bench.steppers import FrameStacker, RecvSendStepper  # noqa: E402
 from bench.summary import Summary, summarize  # noqa: E402
 from bench.table import LatencyStats, markdown_table  # noqa: E402
 from bench.targets import checks  # noqa: E402
@@ -271,3 +273,16 @@ def test_timing_loops_count_calls():
     assert (calls, seen) == (1, ["a"]) and seconds >= 0
     each = time_calls(seen.append, ["c", "d"], pause_s=0.001)
     assert seen == ["a", "c", "d"] and each.shape == (2,)
+
+
+def test_recv_send_stepper_times_steps_not_resets():
+    from vec_envs import DummyVecEnv
+
+    stepper = RecvSendStepper(DummyVecEnv([partial(make_env, "busy", i, 10) for i in range(4)], batch_size=2))
+    try:
+        assert stepper.start(seed=0) is None and stepper.steps_per_call == 2
+        obs, dones, env_ids = stepper.step(np.zeros(4, np.int64))
+        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3]) and not dones.any()
+        np.testing.assert_array_equal(obs, np.ones((2, 4)))  # each env's first step (t = 1), not its reset (0)
+    finally:
+        stepper.close()

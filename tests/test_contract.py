@@ -9,8 +9,9 @@ import pytest
 
 from tests.backends import BACKENDS
 from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, SeededEnv
+from tests.helpers import check_lockstep_misuse
 from vec_envs import tile_images
-from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
+from vec_envs.errors import ClosedEnvironmentError
 
 pytestmark = pytest.mark.parametrize("make", BACKENDS)
 
@@ -41,7 +42,7 @@ def test_auto_reset_with_different_episode_lengths(make, closing):
     obs = venv.reset()
     expected = np.stack([env.reset(seed=10 + i)[0] for i, env in enumerate(reference)])
     np.testing.assert_array_equal(obs, expected)
-    for step in range(12):
+    for _ in range(12):
         obs, rewards, dones, infos = venv.step(np.zeros(N, dtype=np.int64))
         for i, env in enumerate(reference):
             ref_obs, ref_reward, terminated, truncated, _ = env.step(0)
@@ -160,18 +161,7 @@ def test_get_images_without_rgb_array_mode_is_a_clear_error(make, closing):
 def test_misuse_errors(make, closing):
     venv = closing(make(seeded_fns()))
     venv.reset()
-    with pytest.raises(NoAsyncCallError, match="no step_async"):
-        venv.step_wait()
-    venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError, match="step_wait"):
-        venv.step_async(np.zeros(N, np.int64))
-    with pytest.raises(AlreadyPendingCallError):
-        venv.reset()
-    venv.step_wait()
-    with pytest.raises(ValueError, match="expected 4 actions .* received 3"):
-        venv.step(np.zeros(3, np.int64))
-    with pytest.raises(ValueError, match=r"expected actions of shape \(4,\).*received shape \(4, 2\)"):
-        venv.step(np.zeros((4, 2), np.int64))
+    check_lockstep_misuse(venv, N)
     with pytest.raises(ValueError, match="render"):
         venv.render(mode="ansi")
     venv.close()

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from tests import ray_runtime
-from tests.helpers import check_hang_times_out_and_close_works, alive, assert_same, fns_with, run_trace, step_until_error
+from tests.helpers import (check_hang_times_out_and_close_works, alive, assert_same, fns_with, run_trace,
+                           step_until_error)
 from tests.envs import DictObsEnv, SeededEnv
 from vec_envs import DummyVecEnv, RayVecEnv
 from vec_envs.ray import ray_vec_env

@@ -67,6 +67,7 @@ def test_default_run_exits_0_and_prints_the_summary():
     assert "ALE/Breakout-v5: 8 envs on subproc, obs (84, 84, 4)" in proc.stdout
     assert "step/s" in proc.stderr  # the live progress bar
     assert "Traceback" not in proc.stderr
+    assert (proc.stdout + proc.stderr).count("A.L.E: Arcade Learning Environment") <= 1  # not once per worker
 
 
 def test_summary_scores_are_the_real_game_scores(tmp_path):

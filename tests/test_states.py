@@ -267,3 +267,14 @@ def test_plan_atari_script_runs():
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "planner" in done.stdout and "random" in done.stdout
+
+
+def test_plan_atari_without_ale_py_is_one_line_naming_the_extra(tmp_path):
+    stub = tmp_path / "ale_py"  # an installed ale-py is hidden behind a package that fails to import
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError('No module named ale_py (hidden by the test)')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "plan_atari.py")], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 1
+    assert done.stderr == 'plan_atari.py needs ale-py (the Atari emulator): pip install -e ".[atari]"\n'

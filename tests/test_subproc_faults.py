@@ -71,7 +71,7 @@ def test_worker_death_mid_step_is_noticed_at_once(fault, how):
         err = step_until_error(venv, SECONDS)
         assert isinstance(err, EnvWorkerError)
         assert (err.worker_index, err.env_index, err.method) == (1, 2, "step")
-        assert f"worker 1 (envs 2..3) {how} during step()" in str(err)
+        assert f"env 2 (worker 1, envs 2..3) {how} during step()" in str(err)
 
 
 def test_hang_past_timeout_names_the_busy_envs_and_close_still_works():
@@ -95,7 +95,7 @@ def test_restart_policy_rebuilds_the_worker_and_flags_its_envs():
         venv.reset()
         first_pid = venv.workers[1].process.pid
         flagged = []
-        for t in range(4):
+        for _ in range(4):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             flagged.append([bool(info.get("env_restarted")) for info in infos])
         assert flagged[:3] == [[False] * 4] * 3
@@ -200,7 +200,7 @@ class UnpicklableInfoEnv(SeededEnv):
 def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
     with SubprocVecEnv([SeededEnv, UnpicklableInfoEnv], in_series=1) as venv:
         venv.reset()
-        with pytest.raises(EnvWorkerError, match=r"step \(sending its result\)") as info:
+        with pytest.raises(EnvWorkerError, match=r"the info env 1 returned from step\(\) cannot be pickled") as info:
             venv.step([0, 0])
         assert info.value.worker_index == 1 and "pickle" in str(info.value).lower()
         assert all(w.process.is_alive() for w in venv.workers)

@@ -18,12 +18,13 @@ COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)]
 
 RENDER_SCRIPT = textwrap.dedent(f"""
     import functools, select, sys
+    import cv2
     from vec_envs import DummyVecEnv
     from tests.envs import ColorEnv
     venv = DummyVecEnv([functools.partial(ColorEnv, c) for c in {COLORS!r}])
     venv.reset()
     venv.render(mode="human")
-    print("shown", flush=True)
+    print("shown", cv2.getWindowProperty("vec_envs: 5 envs", cv2.WND_PROP_VISIBLE) > 0, flush=True)
     while not select.select([sys.stdin], [], [], 0.05)[0]:
         venv.render(mode="human")  # keeps the window painted until the test took its screenshot
     venv.close()
@@ -45,7 +46,7 @@ def test_human_render_shows_every_tile_in_one_window():
     with xvfb() as display:
         proc = run_python(RENDER_SCRIPT, dict(os.environ, DISPLAY=display.name), stdin=subprocess.PIPE)
         try:
-            assert proc.stdout.readline().strip() == "shown", proc.stderr.read()
+            assert proc.stdout.readline().strip() == "shown True", proc.stderr.read()  # the window's title
             screen = wait_for_screen(display, lambda shot: shows(shot, expected))
             proc.stdin.write("\n")
             proc.stdin.flush()

@@ -105,8 +105,10 @@ def test_the_c_kernel_rejects_arrays_it_cannot_use():
     kernel = running_mean_std._rms_kernel
     batch, mean, var = np.zeros((2, 3), np.uint8), np.zeros(3), np.ones(3)
     cases = [((batch[:, ::2], mean[:2], var[:2], None), "not C-contiguous"),
-             ((np.zeros((300, 3), np.uint8), mean, var, None), "batch must be a C-contiguous uint8 array of 1..256 rows"),
-             ((batch, mean.astype(np.float32), var, None), "mean must be a C-contiguous array of 3 items of format 'd'"),
+             ((np.zeros((300, 3), np.uint8), mean, var, None),
+              "batch must be a C-contiguous uint8 array of 1..256 rows"),
+             ((batch, mean.astype(np.float32), var, None),
+              "mean must be a C-contiguous array of 3 items of format 'd'"),
              ((batch, mean, var, np.empty((2, 4), np.float32)), "out must be a C-contiguous array of 6 items")]
     for (b, m, v, out), message in cases:
         with pytest.raises(ValueError, match=message):

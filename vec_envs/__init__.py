@@ -1,6 +1,7 @@
 """vec_envs: fast, hard-to-break vectorized environments, baselines-style."""
 from __future__ import annotations
 
+from vec_envs.ale.ale_vec_env import ALEVecEnv
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.dummy_vec_env import DummyVecEnv
 from vec_envs.make_vec_env import make_vec_env
@@ -16,6 +17,7 @@ __all__ = [
     "DummyVecEnv",
     "SubprocVecEnv",
     "RayVecEnv",
+    "ALEVecEnv",
     "VecEnvWrapper",
     "VecEnvObservationWrapper",
     "CloudpickleWrapper",

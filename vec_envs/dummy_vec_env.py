@@ -1,24 +1,41 @@
 """DummyVecEnv: every env in this process, stepped in series."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
-from vec_envs.spaces.batching import copy_obs
+from vec_envs.spaces.batching import copy_obs, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.errors import EnvCallFailed
-from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["DummyVecEnv"]
+
+T = TypeVar("T")
 
 
 def _unwrap_failure(failure: EnvCallFailed, backend: str) -> BaseException:
     """The env's own exception, with a note naming the env and the method."""
     cause = failure.__cause__ or failure
-    cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
+    if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
+        cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
     return cause
+
+
+def _run(fn: Callable[..., T], *args: Any, on_failure: Callable[[], Any] | None = None) -> T:
+    """``fn(*args)``; an env's failure reaches the caller as the env's own exception (after
+    ``on_failure()``, if given)."""
+    try:
+        return fn(*args)
+    except EnvCallFailed as failure:
+        if on_failure is not None:
+            on_failure()
+        raise _unwrap_failure(failure, "DummyVecEnv") from None
 
 
 class DummyVecEnv(VecEnvBase):
@@ -28,91 +45,105 @@ class DummyVecEnv(VecEnvBase):
         env_fns: one zero-argument factory per env.
         copy: return fresh observation arrays (True) or views of the internal buffer,
             valid until the next step / reset (False).
+        batch_size: envs per ``recv`` (None: all). In series nothing finishes early, so
+            ``recv`` is round robin: it steps and returns the ``batch_size`` envs in flight
+            that were sent longest ago (envs sent together in the order of their ids).
 
     An env's exception reaches the caller as itself, with a note naming the env index.
 
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8)   # doctest: +SKIP
-        >>> obs = venv.reset(); obs.shape
+        >>> import gymnasium as gym
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 8) as venv:
+        ...     venv.reset().shape
         (8, 4)
     """
 
-    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True) -> None:
+    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True, batch_size: int | None = None) -> None:
         if len(env_fns) == 0:
             raise ValueError("DummyVecEnv: env_fns is empty (expected at least one env factory)")
-        try:
-            self.slice = EnvSlice(env_fns)
-        except EnvCallFailed as failure:
-            raise _unwrap_failure(failure, "DummyVecEnv") from None
-        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space)
+        self.slice = _run(EnvSlice, env_fns)
+        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size)
         self.envs = self.slice.envs
         self.copy = copy
         self.reset_infos = self.slice.reset_infos
         self._actions: Any = None
+        #: envs in flight, sent longest ago first: (env index, ("reset", seed) or ("step", action))
+        self._queue: deque[tuple[int, tuple[str, Any]]] = deque()
 
     def _out(self) -> VecEnvObs:
         obs = self.slice.buffers.obs
         return copy_obs(obs) if self.copy else obs
 
     def _reset(self, seeds: list[int | None] | None) -> VecEnvObs:
-        try:
-            self.slice.reset(seeds)
-        except EnvCallFailed as failure:
-            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        _run(self.slice.reset, seeds)
         return self._out()
 
     def _step_async(self, actions: Any) -> None:
         self._actions = actions
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        try:
-            infos = self.slice.step(self._actions)
-        except EnvCallFailed as failure:
-            raise _unwrap_failure(failure, "DummyVecEnv") from None
+        infos = _run(self.slice.step, self._actions)
         buffers = self.slice.buffers
         return self._out(), buffers.rewards.copy(), buffers.dones.copy(), infos
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
-        return self._run(self.slice.reset_one, index, seed)
+        return _run(self.slice.reset_one, index, seed)
 
-    def _run(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except EnvCallFailed as failure:
-            raise _unwrap_failure(failure, "DummyVecEnv") from None
+    # ------------------------------------------------------- asynchronous batches
+    def _async_reset(self, seeds: list[int | None] | None) -> None:
+        self._queue.clear()
+        self._queue.extend((i, ("reset", None if seeds is None else seeds[i])) for i in range(self.num_envs))
+
+    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        self._queue.extend((int(i), ("step", actions[j])) for j, i in enumerate(env_ids))
+
+    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        batch = [self._queue.popleft() for _ in range(count)]
+        env_ids = np.fromiter((i for i, _ in batch), np.int64, count)
+        infos = _run(lambda: [self._advance(i, kind, value) for i, (kind, value) in batch],
+                     on_failure=self._queue.clear)
+        buffers = self.slice.buffers
+        return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids
+
+    def _advance(self, i: int, kind: str, value: Any) -> dict[str, Any]:
+        """Reset (with seed ``value``) or step (with action ``value``) env ``i``; its info."""
+        if kind == "reset":
+            return dict(self.slice.reset_env(i, value))
+        return self.slice.step_env(i, value)
+
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        self._check_open("get_attr")
-        return self._run(self.slice.get_attr, attr_name, self._indices(indices, "get_attr"))
+        self._check_idle("get_attr")
+        return _run(self.slice.get_attr, attr_name, self._indices(indices, "get_attr"))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self._check_open("set_attr")
-        self._run(self.slice.set_attr, attr_name, value, self._indices(indices, "set_attr"))
+        self._check_idle("set_attr")
+        _run(self.slice.set_attr, attr_name, value, self._indices(indices, "set_attr"))
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
-        self._check_open("env_method")
-        return self._run(self.slice.env_method, method_name, method_args, method_kwargs,
+        self._check_idle("env_method")
+        return _run(self.slice.env_method, method_name, method_args, method_kwargs,
                          self._indices(indices, "env_method"))
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        self._check_open("env_is_wrapped")
+        self._check_idle("env_is_wrapped")
         return self.slice.env_is_wrapped(wrapper_class, self._indices(indices, "env_is_wrapped"))
 
     def get_images(self) -> list[np.ndarray]:
-        self._check_open("get_images")
-        return self._run(self.slice.get_images)
+        self._check_idle("get_images")
+        return _run(self.slice.get_images)
 
     def _get_states(self, indices: list[int]) -> list[Any]:
-        return self._run(self.slice.get_states, indices)
+        return _run(self.slice.get_states, indices)
 
     def _set_states(self, states: list[Any], indices: list[int]) -> None:
-        self._run(self.slice.set_states, states, indices)
+        _run(self.slice.set_states, states, indices)
 
     def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
                     return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
-        outcomes = self._run(self.slice.step_batch, actions, states, dts, return_states)
+        outcomes = _run(self.slice.step_batch, actions, states, dts, return_states)
         return self._out(), outcomes
 
     def close_extras(self) -> None:
-        self._run(self.slice.close)
+        _run(self.slice.close)

@@ -8,6 +8,7 @@ __all__ = [
     "NoAsyncCallError",
     "EnvWorkerError",
     "EnvTimeoutError",
+    "ConcurrentCallError",
     "EnvCallFailed",
 ]
 
@@ -32,8 +33,10 @@ class EnvWorkerError(VecEnvError):
     """An env failed inside a worker, or a worker died.
 
     Attributes:
-        env_index: index of the env whose call failed (the first env of the worker
-            when the worker died as a whole), or None when no env was involved.
+        env_index: index of the env whose call failed; for a worker that died, the env
+            it was running then (the first env of the worker when it was idle); None
+            when no env was involved.
+        env_indices: every env of that worker (all of them were lost with a dead worker).
         worker_index: index of the worker that ran it.
         method: the env method that was running ("step", "reset", "__init__", ...).
         remote_traceback: the worker's formatted traceback ("" when the worker died).
@@ -47,9 +50,12 @@ class EnvWorkerError(VecEnvError):
         worker_index: int | None,
         method: str,
         remote_traceback: str = "",
+        env_indices: list[int] | None = None,
     ) -> None:
         super().__init__(message)
         self.env_index = env_index
+        self.env_indices = list(env_indices) if env_indices is not None else (
+            [] if env_index is None else [env_index])
         self.worker_index = worker_index
         self.method = method
         self.remote_traceback = remote_traceback
@@ -63,6 +69,14 @@ class EnvTimeoutError(VecEnvError, TimeoutError):
         self.env_indices = env_indices
         self.method = method
         self.timeout = timeout
+
+
+class ConcurrentCallError(VecEnvError, RuntimeError):
+    """A VecEnv was called from a second thread while a call from another was running.
+
+    A VecEnv serves one caller at a time; the second call is refused at once (nothing
+    blocks, nothing of the running call is disturbed).
+    """
 
 
 class EnvCallFailed(Exception):

@@ -1,19 +1,28 @@
 """make_vec_env: a VecEnv of n copies of a registered env id or an env factory."""
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Any, Callable
+import os
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 
+from vec_envs.arguments import check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
-__all__ = ["make_vec_env", "make_env"]
+__all__ = ["BACKENDS", "make_env", "make_vec_env"]
 
 #: Env-id namespaces whose package registers them on import (needed in spawned workers,
 #: which do not inherit the parent's gymnasium registry).
 _REGISTERING_PACKAGES = {"ALE/": "ale_py"}
+
+#: ``vec_env_cls`` by name: module and class of each backend.
+BACKENDS = {"dummy": ("vec_envs.dummy_vec_env", "DummyVecEnv"),
+            "subproc": ("vec_envs.subproc.subproc_vec_env", "SubprocVecEnv"),
+            "ray": ("vec_envs.ray.ray_vec_env", "RayVecEnv")}
 
 
 def make_env(env_id: str, **env_kwargs: Any) -> gym.Env:
@@ -27,49 +36,78 @@ def make_env(env_id: str, **env_kwargs: Any) -> gym.Env:
     return gym.make(env_id, **env_kwargs)
 
 
-def _env_fn(env_id_or_fn: str | Callable[..., Any], env_kwargs: dict,
-            wrapper_class: Callable[[gym.Env], gym.Env] | None) -> EnvFn:
-    def build() -> Any:
-        if isinstance(env_id_or_fn, str):
-            env = make_env(env_id_or_fn, **env_kwargs)
-        else:
-            env = env_id_or_fn(**env_kwargs)
-        return wrapper_class(env) if wrapper_class is not None else env
-    return build
+def _build_env(env_id_or_fn: str | Callable[..., Any], env_kwargs: dict, monitor_file: str | None,
+               wrapper_class: Callable[..., gym.Env] | None, wrapper_kwargs: dict) -> Any:
+    """One env: made, monitored (when ``monitor_file``), then wrapped, as SB3 does."""
+    if isinstance(env_id_or_fn, str):
+        env = make_env(env_id_or_fn, **env_kwargs)
+    else:
+        env = env_id_or_fn(**env_kwargs)
+    if monitor_file is not None:
+        from wrappers.atari import EpisodeMonitor
+
+        env = EpisodeMonitor(env, monitor_file)
+    return wrapper_class(env, **wrapper_kwargs) if wrapper_class is not None else env
+
+
+def _backend(vec_env_cls: Callable[..., VecEnvBase] | str | None) -> Callable[..., VecEnvBase]:
+    if vec_env_cls is None:
+        vec_env_cls = "dummy"
+    if not isinstance(vec_env_cls, str):
+        return vec_env_cls
+    if vec_env_cls not in BACKENDS:
+        raise ValueError(f"make_vec_env(): vec_env_cls={vec_env_cls!r} is not a backend name; expected "
+                         f"one of {sorted(BACKENDS)} or a VecEnv class")
+    module, name = BACKENDS[vec_env_cls]
+    backend: Callable[..., VecEnvBase] = getattr(importlib.import_module(module), name)
+    return backend
 
 
 def make_vec_env(
     env_id_or_fn: str | Callable[..., Any],
     n_envs: int = 1,
     seed: int | None = None,
-    vec_env_cls: type[VecEnvBase] | None = None,
-    vec_env_kwargs: dict[str, Any] | None = None,
+    start_index: int = 0,
+    monitor_dir: str | None = None,
+    wrapper_class: Callable[..., gym.Env] | None = None,
     env_kwargs: dict[str, Any] | None = None,
-    wrapper_class: Callable[[gym.Env], gym.Env] | None = None,
+    vec_env_cls: Callable[..., VecEnvBase] | str | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
+    wrapper_kwargs: dict[str, Any] | None = None,
 ) -> VecEnvBase:
-    """Build ``n_envs`` copies of an env as one VecEnv.
+    """Build ``n_envs`` copies of an env as one VecEnv (the arguments of SB3's ``make_vec_env``).
 
     Args:
         env_id_or_fn: a registered id (``"CartPole-v1"``, ``"ALE/Pong-v5"``) or a callable
             returning an env; called with ``**env_kwargs``.
         n_envs: number of copies.
-        seed: if given, env i is seeded with ``seed + i`` at the first ``reset()``.
-        vec_env_cls: the backend (default ``DummyVecEnv``).
-        vec_env_kwargs: keyword arguments of the backend.
+        seed: if given, env i is seeded with ``seed + start_index + i`` at the first ``reset()``.
+        start_index: the rank of the first env (seeds and monitor file names start there).
+        monitor_dir: if given, env i writes its episodes to
+            ``<monitor_dir>/<start_index + i>.monitor.csv`` (SB3's Monitor format).
+        wrapper_class: a single-env wrapper applied to every env (after the monitor).
         env_kwargs: keyword arguments of ``gym.make`` / the callable.
-        wrapper_class: a single-env wrapper applied to every env.
+        vec_env_cls: the backend: a class, or ``"dummy"`` (default), ``"subproc"``, ``"ray"``.
+        vec_env_kwargs: keyword arguments of the backend.
+        wrapper_kwargs: keyword arguments of ``wrapper_class``.
 
     Example:
-        >>> venv = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv)  # doctest: +SKIP
+        >>> with make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls="subproc") as venv:
+        ...     venv.reset().shape
+        (4, 4)
     """
-    if not isinstance(n_envs, int) or n_envs < 1:
-        raise ValueError(f"make_vec_env(): n_envs must be a positive int, received {n_envs!r}")
-    if vec_env_cls is None:
-        from vec_envs.dummy_vec_env import DummyVecEnv
-
-        vec_env_cls = DummyVecEnv
-    env_fns = [_env_fn(env_id_or_fn, dict(env_kwargs or {}), wrapper_class) for _ in range(n_envs)]
-    venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))
+    n_envs = check_int("make_vec_env(): n_envs", n_envs)
+    start_index = check_int("make_vec_env(): start_index", start_index, minimum=0)
+    backend = _backend(vec_env_cls)
+    ranks = range(start_index, start_index + n_envs)
+    if monitor_dir is not None:
+        os.makedirs(monitor_dir, exist_ok=True)
+    env_fns: list[EnvFn] = [
+        functools.partial(_build_env, env_id_or_fn, dict(env_kwargs or {}),
+                          None if monitor_dir is None else os.path.join(monitor_dir, f"{rank}.monitor.csv"),
+                          wrapper_class, dict(wrapper_kwargs or {}))
+        for rank in ranks]
+    venv = backend(env_fns, **(vec_env_kwargs or {}))
     if seed is not None:
-        venv.seed(seed)
+        venv.seed([seed + rank for rank in ranks])
     return venv

@@ -1,20 +1,54 @@
-"""Type aliases shared by every backend and wrapper."""
+"""Type aliases shared by every backend and wrapper, and the one data type of the API (EnvState)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["VecEnvObs", "VecEnvStepReturn", "VecEnvIndices", "EnvFn", "Info"]
+__all__ = ["VecEnvObs", "VecEnvStepReturn", "VecEnvRecvReturn", "VecEnvIndices", "EnvFn", "Info", "EnvState"]
 
 #: A batched observation: one array shaped (num_envs, *shape), or a dict / tuple of such
 #: for Dict / Tuple spaces (a list of per-env observations for spaces with no fixed size).
-VecEnvObs = Union[np.ndarray, Dict[str, Any], Tuple[Any, ...], List[Any]]
-Info = Dict[str, Any]
+VecEnvObs = np.ndarray | dict[str, Any] | tuple[Any, ...] | list[Any]
+Info = dict[str, Any]
 #: (obs, rewards float32 (n,), dones bool (n,), infos: list of n dicts)
-VecEnvStepReturn = Tuple[VecEnvObs, np.ndarray, np.ndarray, List[Info]]
+VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[Info]]
+#: (obs, rewards, dones, infos, env_ids int64 (batch,)): rows in the order of env_ids
+VecEnvRecvReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[Info], np.ndarray]
 #: Which sub-envs a call addresses: None = all, an int, or a sequence of ints.
-VecEnvIndices = Union[None, int, Sequence[int]]
+VecEnvIndices = None | int | Sequence[int]
 #: A zero-argument factory returning a gymnasium env (or an old-gym-API env).
-EnvFn = Callable[[], Union[gym.Env, Any]]
+EnvFn = Callable[[], gym.Env | Any]
+
+
+@dataclass(frozen=True)
+class EnvState:
+    """One env's snapshot; opaque to users, picklable (ALE states pickle as bytes).
+
+    Made and restored by ``vec_envs.planning.env_state``; defined here, with the contract,
+    so that the VecEnv API can name it without importing the planning machinery.
+
+    Attributes:
+        source: the env it came from (``describe_env``), checked on restore.
+        kind: "custom" (the env's own ``get_state``), "ale" or "copy".
+        core: the snapshot of the layer that keeps the state.
+        wrappers: the plain-data attributes of each wrapper above that layer.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs.planning.env_state import get_env_state, set_env_state
+        >>> env = gym.make("CartPole-v1")
+        >>> _ = env.reset(seed=0)
+        >>> state = get_env_state(env)
+        >>> first = env.step(1)[0]
+        >>> set_env_state(env, state)             # back where it was
+        >>> bool((env.step(1)[0] == first).all())
+        True
+    """
+
+    source: str
+    kind: str
+    core: Any
+    wrappers: tuple[dict[str, Any], ...]

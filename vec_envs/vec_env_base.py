@@ -7,11 +7,15 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.planning.env_state import EnvState
+from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_seeds
+from vec_envs.async_envs import AsyncEnvs, check_batch_size
+from vec_envs.call_guard import CallGuard, guard_methods
+from vec_envs.arguments import check_int
 from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
                              NoAsyncCallError)
 from vec_envs.rendering.tile_images import tile_images
-from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.spaces.checks import check_actions
+from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
 
@@ -20,35 +24,49 @@ PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its 
            "call {pending}_wait() first")
 NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
 RENDER_MODES = ("human", "rgb_array")
+NO_ASYNC = ("{cls}.{method}(): {cls} has no asynchronous batches (recv/send); use step(), or a "
+            "backend that has them")
 NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
              "whose observations skip this wrapper's processing")
-
-
-def _fixed_action_shape(space: spaces.Space) -> tuple | None:
-    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return tuple(space.shape)
-    return None
 
 
 class VecEnvBase(ABC):
     """``num_envs`` copies of one environment, stepped as a batch (baselines-style API).
 
     The base owns the control flow; a backend fills in the hooks ``_reset``,
-    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods.
+    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods,
+    and for asynchronous batches ``_async_reset``, ``_recv`` and ``_send``.
     ``step`` is ``step_async`` + ``step_wait``; ``close`` is idempotent and calls
     ``close_extras``; ``render`` tiles ``get_images()``.
 
+    Asynchronous batches (EnvPool-style): ``async_reset()`` starts every env, ``recv()``
+    returns the first ``batch_size`` envs whose reset or step has finished, with their
+    ``env_ids``, and ``send(actions, env_ids)`` steps those envs again. The base checks
+    every call (which envs are in flight, which await their send) before a hook runs.
+
     Example:
-        >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                               # (4, 4)
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> with DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4) as venv:
+        ...     obs = venv.reset()
         ...     obs, rewards, dones, infos = venv.step(np.zeros(4, int))
+        >>> obs.shape, rewards.dtype, dones.dtype
+        ((4, 4), dtype('float32'), dtype('bool'))
     """
 
     metadata = {"render_modes": list(RENDER_MODES)}
+    _call_guard: CallGuard | None = None  # made in __init__; until then calls are not guarded
 
-    def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_methods(cls)  # one caller at a time, whatever the subclass overrides
+
+    def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space,
+                 batch_size: int | None = None) -> None:
+        self._call_guard = CallGuard()
         self.num_envs = num_envs
+        self.batch_size = check_batch_size(batch_size, num_envs, type(self).__name__)
+        self._async = AsyncEnvs(type(self).__name__, num_envs, self.batch_size)
         self.observation_space = observation_space
         self.action_space = action_space
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
@@ -56,8 +74,6 @@ class VecEnvBase(ABC):
         self._pending: str | None = None
         self._seeds: list[int | None] | None = None
         self._viewer: Any = None
-        self._action_shape = _fixed_action_shape(action_space)
-        self._action_dtype = np.dtype(action_space.dtype) if self._action_shape is not None else None
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -97,6 +113,19 @@ class VecEnvBase(ABC):
     def get_images(self) -> list[np.ndarray]:
         """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
 
+    def _async_reset(self, seeds: list[int | None] | None) -> None:
+        """Start resetting every env (env i with ``seeds[i]`` when given); return at once."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="async_reset"))
+
+    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        """The first ``count`` envs whose reset or step finished: ``(obs, rewards, dones,
+        infos, env_ids)``, rows in ``env_ids`` order; EnvTimeoutError after ``timeout``."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="recv"))
+
+    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        """Start stepping env ``env_ids[j]`` with ``actions[j]`` (validated, one per env)."""
+        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="send"))
+
     def _get_states(self, indices: list[int]) -> list[Any]:
         """Snapshots of the envs ``indices`` (backends that keep envs implement it)."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="get_states"))
@@ -110,7 +139,7 @@ class VecEnvBase(ABC):
         """``(obs, [(state or None, reward, terminated, truncated, info) per env])``."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="step_batch"))
 
-    def close_extras(self) -> None:
+    def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
     # ---------------------------------------------------------- control flow
@@ -118,18 +147,21 @@ class VecEnvBase(ABC):
         """Reset every env; returns the batched first observations (seeds from ``seed()``)."""
         self._check_idle("reset")
         seeds, self._seeds = self._seeds, None
+        self._async.clear()
         return self._reset(seeds)
 
     def step_async(self, actions: Any) -> None:
         """Start a step with one action per env."""
         self._check_idle("step_async")
         actions = self._check_actions(actions)
+        self._async.clear()
         self._step_async(actions)
         self._pending = "step"
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
+        timeout = check_timeout(timeout, "step_wait(): timeout")
         return self._finish_pending(lambda: self._step_wait(timeout))
 
     def _finish_pending(self, wait: Any) -> Any:
@@ -149,26 +181,73 @@ class VecEnvBase(ABC):
         self.step_async(actions)
         return self.step_wait()
 
+    # ------------------------------------------------------- asynchronous batches
+    def async_reset(self) -> None:
+        """Start resetting every env (seeds from ``seed()``); ``recv`` returns them as they finish.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4, batch_size=2)
+            >>> venv.async_reset()
+            >>> obs, rewards, dones, infos, env_ids = venv.recv()   # reset rows: reward 0
+            >>> obs.shape, env_ids.tolist()
+            ((2, 4), [0, 1])
+            >>> venv.send(np.zeros(2, int), env_ids)                # step envs 0 and 1 again
+            >>> venv.recv()[4].tolist()                             # the two sent longest ago
+            [2, 3]
+            >>> venv.close()
+        """
+        self._check_idle("async_reset")
+        seeds, self._seeds = self._seeds, None
+        self._async.clear()
+        self._async_reset(seeds)
+        self._async.start_all()
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The first ``batch_size`` envs whose reset or step finished.
+
+        Returns ``(obs, rewards, dones, infos, env_ids)``: rows in the order of
+        ``env_ids`` (an int64 array); an env's first row after ``async_reset`` is its reset
+        observation with reward 0, done False and its reset info. Auto-reset and infos
+        are as in ``step``. Raises NoAsyncCallError at once when fewer than
+        ``batch_size`` envs are in flight, EnvTimeoutError (naming the busy envs) after
+        ``timeout`` seconds (None: no limit; the envs stay in flight).
+        """
+        self._check_no_lockstep_call("recv")
+        self._async.check_recv()
+        try:
+            obs, rewards, dones, infos, env_ids = self._recv(self.batch_size, timeout)
+        except EnvTimeoutError:
+            raise  # still in flight: the caller may recv again
+        except BaseException:
+            self._async.clear()  # the round is over: reset() or async_reset() starts anew
+            raise
+        self._async.returned(env_ids)
+        return obs, rewards, dones, infos, env_ids
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        """Step env ``env_ids[j]`` with ``actions[j]``; ``env_ids`` must be envs returned by
+        ``recv`` and not sent to since (anything else raises ValueError naming them)."""
+        self._check_no_lockstep_call("send")
+        ids = self._async.check_send(env_ids)
+        actions = self._check_actions(actions, "send", ids)
+        self._send(actions, ids)
+        self._async.sent(ids)
+
     def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
         """Seed the envs at the NEXT ``reset()``: env i gets ``seed + i`` (or ``seed[i]``).
 
         With ``seed=None`` a base seed is drawn at random. Returns the seeds.
         """
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = [None if s is None else int(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed(): expected {self.num_envs} seeds (one per env), received {len(seeds)}")
-        self._seeds = seeds
-        return list(seeds)
+        self._check_open("seed")
+        self._seeds = resolve_seeds(seed, self.num_envs)
+        return list(self._seeds)
 
     def reset_single_env(self, index: int) -> Any:
         """Reset env ``index`` alone; returns its (unbatched) first observation."""
         self._check_idle("reset_single_env")
-        (index,) = self._indices(index, "reset_single_env")
+        index = resolve_index(index, self.num_envs, "reset_single_env")
         seed = None
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
@@ -182,8 +261,16 @@ class VecEnvBase(ABC):
         (see ``vec_envs.planning.env_state`` for where it comes from).
 
         Example:
-            >>> states = venv.get_states()                    # doctest: +SKIP
-            >>> venv.step(actions); venv.set_states(states)   # back where they were
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> obs = venv.reset()
+            >>> states = venv.get_states()
+            >>> first = venv.step(np.ones(2, int))[0]
+            >>> venv.set_states(states)                       # back where they were
+            >>> bool((venv.step(np.ones(2, int))[0] == first).all())
+            True
+            >>> venv.close()
         """
         self._check_idle("get_states")
         return self._get_states(self._indices(indices, "get_states"))
@@ -215,9 +302,16 @@ class VecEnvBase(ABC):
         the states (``set_states`` or ``reset`` before the next ``step``).
 
         Example:
-            >>> root = venv.get_states([0])[0]                              # doctest: +SKIP
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4)
+            >>> _ = venv.reset()
+            >>> root = venv.get_states([0])[0]
             >>> states, obs, rewards, term, trunc, infos = venv.step_batch(
             ...     np.arange(venv.num_envs) % 2, states=[root] * venv.num_envs, dt=4)
+            >>> obs.shape, rewards.tolist()                 # 4 steps from the same root, 2 actions
+            ((4, 4), [4.0, 4.0, 4.0, 4.0])
+            >>> venv.close()
         """
         self._check_idle("step_batch")
         actions = self._check_actions(actions, "step_batch")
@@ -236,7 +330,7 @@ class VecEnvBase(ABC):
         if mode == "human" and self._viewer is None:
             from vec_envs.rendering.opencv_viewer import OpenCVViewer
 
-            self._viewer = OpenCVViewer(f"vec_envs: {type(self).__name__} {id(self):x}")
+            self._viewer = OpenCVViewer(f"vec_envs: {self.num_envs} envs")
         img = tile_images(self.get_images())
         if mode == "rgb_array":
             return img
@@ -254,14 +348,14 @@ class VecEnvBase(ABC):
         finally:
             self.close_extras()
 
-    def __enter__(self) -> "VecEnvBase":
+    def __enter__(self) -> VecEnvBase:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     @property
-    def unwrapped(self) -> "VecEnvBase":
+    def unwrapped(self) -> VecEnvBase:
         """The innermost VecEnvBase (this one, for a backend)."""
         return self
 
@@ -274,6 +368,10 @@ class VecEnvBase(ABC):
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
 
     def _check_idle(self, method: str) -> None:
+        self._check_no_lockstep_call(method)
+        self._async.check_none_in_flight(method)
+
+    def _check_no_lockstep_call(self, method: str) -> None:
         self._check_open(method)
         if self._pending is not None:
             raise AlreadyPendingCallError(
@@ -285,49 +383,14 @@ class VecEnvBase(ABC):
             raise NoAsyncCallError(NOTHING_PENDING.format(cls=type(self).__name__, method=method, call=call))
 
     def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        seq = [indices] if isinstance(indices, (int, np.integer)) else list(indices)
-        for i in seq:
-            if not isinstance(i, (int, np.integer)) or not -self.num_envs <= i < self.num_envs:
-                raise IndexError(f"{method}(): env index {i!r} is out of range for "
-                                 f"{self.num_envs} envs (valid: 0..{self.num_envs - 1})")
-        return [int(i) % self.num_envs for i in seq]
+        return resolve_indices(indices, self.num_envs, method)
 
-    def _check_actions(self, actions: Any, method: str = "step_async") -> Any:
-        if isinstance(actions, dict):
-            return self._split_dict_actions(actions, method)
-        try:
-            count = len(actions)
-        except TypeError:
-            raise ValueError(f"{method}(): expected a sequence of {self.num_envs} actions (one per "
-                             f"env), received {type(actions).__name__}") from None
-        if count != self.num_envs:
-            raise ValueError(f"{method}(): expected {self.num_envs} actions (one per env), received {count}")
-        if self._action_shape is None:
-            return actions
-        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        if arr.shape[1:] != self._action_shape:
-            raise ValueError(f"{method}(): expected actions of shape {(self.num_envs, *self._action_shape)} "
-                             f"for action space {self.action_space}, received shape {arr.shape}")
-        if arr.dtype != self._action_dtype:
-            arr = self._cast_actions(arr, method)
-        return arr
-
-    def _cast_actions(self, arr: np.ndarray, method: str = "step_async") -> np.ndarray:
-        """Actions in the space's dtype, so every backend hands envs the same values."""
-        try:
-            return arr.astype(self._action_dtype, casting="same_kind")
-        except TypeError:
-            raise ValueError(f"{method}(): actions of dtype {arr.dtype} cannot be cast safely to the "
-                             f"action space's dtype {self._action_dtype} ({self.action_space})") from None
-
-    def _split_dict_actions(self, actions: dict, method: str = "step_async") -> list[dict]:
-        counts = {k: len(v) for k, v in actions.items()}
-        if any(c != self.num_envs for c in counts.values()):
-            raise ValueError(f"{method}(): expected {self.num_envs} actions per key (one per env), "
-                             f"received {counts}")
-        return [{k: v[i] for k, v in actions.items()} for i in range(self.num_envs)]
+    def _check_actions(self, actions: Any, method: str = "step_async", env_ids: np.ndarray | None = None) -> Any:
+        """One action per env (per env of ``env_ids`` when given), checked against the action space."""
+        if env_ids is None:
+            return check_actions(self.action_space, actions, self.num_envs, method)
+        return check_actions(self.action_space, actions, len(env_ids), method,
+                             per=f"one per env of env_ids {env_ids.tolist()}")
 
 
 def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:
@@ -353,10 +416,7 @@ def _check_dts(dt: Any, num_envs: int) -> list[int]:
     if len(dts) != num_envs:
         raise ValueError(f"step_batch(): expected dt as an int or {num_envs} ints (one per env), "
                          f"received {len(dts)}")
-    for i, value in enumerate(dts):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"step_batch(): dt for env {i} must be an int >= 1, received {value!r}")
-    return [int(value) for value in dts]
+    return [check_int(f"step_batch(): dt for env {i}", value) for i, value in enumerate(dts)]
 
 
 def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) -> tuple:
@@ -365,3 +425,6 @@ def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) ->
     out = (obs, np.asarray(rewards, np.float32), np.asarray(terminateds, np.bool_),
            np.asarray(truncateds, np.bool_), infos)
     return (states, *out) if with_states else out
+
+
+guard_methods(VecEnvBase)

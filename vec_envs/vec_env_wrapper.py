@@ -1,16 +1,19 @@
 """VecEnvWrapper and VecEnvObservationWrapper: layers over any VecEnv."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.spaces.batching import get_row
-from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from vec_envs.spaces.batching import batch_of_one, get_row
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["VecEnvWrapper", "VecEnvObservationWrapper"]
+
+NO_RECV = ("{cls}.{method}(): {cls} does its own work in {where}() but has no {needed}() for "
+           "asynchronous batches; use reset()/step(), or give it a {needed}() that follows env_ids")
 
 
 class VecEnvWrapper(VecEnvBase):
@@ -19,6 +22,12 @@ class VecEnvWrapper(VecEnvBase):
     Unknown public attributes are looked up on ``venv`` too, so
     ``VecNormalize(VecFrameStack(SubprocVecEnv(...))).num_envs`` works. The wrapped env
     enforces the async protocol and the closed state; a wrapper keeps none of its own.
+
+    ``async_reset`` / ``recv`` / ``send`` are forwarded as well. A wrapper with per-env
+    state implements ``recv`` following ``env_ids`` (``_take_fresh`` says which rows are
+    an env's first after ``async_reset``); one that overrides ``reset`` / ``step_wait``
+    (``step_async``) without ``recv`` (``send``) refuses asynchronous batches with a clear
+    error instead of passing unprocessed rows through.
 
     Example:
         >>> class Doubled(VecEnvWrapper):
@@ -33,7 +42,8 @@ class VecEnvWrapper(VecEnvBase):
             raise TypeError(f"{type(self).__name__} wraps a VecEnvBase, received {type(venv).__name__}")
         self.venv = venv
         super().__init__(venv.num_envs, observation_space or venv.observation_space,
-                         action_space or venv.action_space)
+                         action_space or venv.action_space, venv.batch_size)
+        self._fresh = np.zeros(self.num_envs, np.bool_)  # next row is the env's reset row
 
     def reset(self) -> VecEnvObs:
         return self.venv.reset()
@@ -46,19 +56,53 @@ class VecEnvWrapper(VecEnvBase):
 
     def reset_async(self) -> None:
         """Start a reset on a worker backend (wrappers that keep reset as is only)."""
-        self._check_async_reset("reset_async")
-        self.venv.reset_async()
+        self._reset_forward("reset_async")()
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
         """Finish the reset started by ``reset_async``."""
-        self._check_async_reset("reset_wait")
-        return self.venv.reset_wait(timeout)
+        return self._reset_forward("reset_wait")(timeout)
 
-    def _check_async_reset(self, method: str) -> None:
+    def _reset_forward(self, method: str) -> Callable[..., Any]:
+        """The wrapped VecEnv's ``reset_async`` / ``reset_wait`` (worker backends have them)."""
         if type(self).reset not in (VecEnvWrapper.reset, VecEnvObservationWrapper.reset):
             raise NotImplementedError(
                 f"{type(self).__name__}.{method}(): this wrapper does its own work in reset(); call "
                 f"reset(), or {method}() on the backend (venv.unwrapped), whose observations skip it")
+        forward = getattr(self.venv, method, None)
+        if forward is None:
+            raise NotImplementedError(f"{type(self).__name__}.{method}(): the wrapped "
+                                      f"{type(self.venv).__name__} has no {method}(); call reset()")
+        return forward
+
+    # ------------------------------------------------------- asynchronous batches
+    def async_reset(self) -> None:
+        self._check_async_support("async_reset")
+        self.venv.async_reset()
+        self._fresh[:] = True
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        self._check_async_support("recv")
+        return self.venv.recv(timeout)
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        self._check_async_support("send")
+        self.venv.send(actions, env_ids)
+
+    def _take_fresh(self, env_ids: np.ndarray) -> np.ndarray:
+        """Which rows of a ``recv`` are reset rows (an env's first since ``async_reset``)."""
+        fresh = self._fresh[env_ids]
+        self._fresh[env_ids] = False
+        return fresh
+
+    def _check_async_support(self, method: str) -> None:
+        """NotImplementedError when this class does work in reset / step_wait (step_async)
+        that its recv (send) would skip: one defined higher up its class chain."""
+        depth = {name: _definer_depth(type(self), name)
+                 for name in ("reset", "step_wait", "step_async", "recv", "send")}
+        for work, needed in (("reset", "recv"), ("step_wait", "recv"), ("step_async", "send")):
+            if depth[work] < depth[needed]:
+                raise NotImplementedError(NO_RECV.format(cls=type(self).__name__, method=method,
+                                                         where=work, needed=needed))
 
     # The hooks are never reached: the public methods above forward directly.
     def _reset(self, seeds: Any) -> VecEnvObs:
@@ -143,39 +187,42 @@ class VecEnvObservationWrapper(VecEnvWrapper):
     """
 
     def process(self, obs: VecEnvObs) -> VecEnvObs:
-        """Transform a batch of observations (shaped (num_envs, ...))."""
+        """Transform a batch of observations (shaped (batch, ...): every env, or a ``recv``'s)."""
         raise NotImplementedError
 
     def process_terminal(self, index: int, terminal_obs: Any) -> Any:
         """Transform the terminal observation of env ``index`` (default: ``process`` on a
         batch of one). Stateful wrappers (frame stacks) override it."""
-        return _first_row(self.process(_batch_of_one(terminal_obs)))
+        return get_row(self.process(batch_of_one(terminal_obs)), 0)
 
     def reset(self) -> VecEnvObs:
         return self.process(self.venv.reset())
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
-        self._check_async_reset("reset_wait")
-        return self.process(self.venv.reset_wait(timeout))
+        return self.process(self._reset_forward("reset_wait")(timeout))
 
     def reset_single_env(self, index: int) -> Any:
         return self.process_terminal(index, self.venv.reset_single_env(index))
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
-        for i in np.flatnonzero(dones):
-            if "terminal_observation" in infos[i]:
-                infos[i]["terminal_observation"] = self.process_terminal(int(i), infos[i]["terminal_observation"])
+        self._process_terminals(dones, infos, None)
         return self.process(obs), rewards, dones, infos
 
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        self._process_terminals(dones, infos, env_ids)
+        return self.process(obs), rewards, dones, infos, env_ids
 
-def _batch_of_one(obs: Any) -> Any:
-    if isinstance(obs, dict):
-        return {k: _batch_of_one(v) for k, v in obs.items()}
-    if isinstance(obs, tuple):
-        return tuple(_batch_of_one(v) for v in obs)
-    return np.asarray(obs)[None]
+    def _process_terminals(self, dones: np.ndarray, infos: list[dict[str, Any]], env_ids: np.ndarray | None) -> None:
+        """``process_terminal`` on each terminal observation (row j is env ``env_ids[j]``)."""
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                index = int(j if env_ids is None else env_ids[j])
+                infos[j]["terminal_observation"] = self.process_terminal(index, infos[j]["terminal_observation"])
 
 
-def _first_row(batch: Any) -> Any:
-    return get_row(batch, 0)
+def _definer_depth(cls: type, name: str) -> int:
+    """How far up ``cls.__mro__`` the class that defines ``name`` is (0: ``cls`` itself)."""
+    return next(depth for depth, klass in enumerate(cls.__mro__) if name in vars(klass))
+

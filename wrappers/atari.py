@@ -14,12 +14,11 @@ imported where used, so a spawned worker that unpickles an env factory still wor
 """
 from __future__ import annotations
 
-import csv
 import difflib
 import functools
 import importlib
 import inspect
-import json
+import multiprocessing
 import os
 import time
 from typing import Any, Callable, SupportsFloat
@@ -28,8 +27,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.arguments import check_int
 from vec_envs.vec_env_base import VecEnvBase
-from wrappers.vec_monitor import monitor_path
+from wrappers.monitor_csv import MonitorCsv, monitor_path
 
 __all__ = [
     "NoopResetEnv",
@@ -55,11 +55,6 @@ StepReturn = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 ResetReturn = tuple[Any, dict[str, Any]]
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, received {value!r}")
-
-
 def _action_meanings(env: gym.Env) -> list[str]:
     getter = getattr(env.unwrapped, "get_action_meanings", None)
     if getter is None:
@@ -69,7 +64,8 @@ def _action_meanings(env: gym.Env) -> list[str]:
 
 
 def _lives(env: gym.Env) -> int:
-    return int(env.unwrapped.ale.lives())
+    atari: Any = env.unwrapped  # an ale_py AtariEnv: ale_py has no type information
+    return int(atari.ale.lives())
 
 
 # ------------------------------------------------------------------ wrappers
@@ -83,13 +79,14 @@ class NoopResetEnv(gym.Wrapper):
         noop_max: the largest number of no-ops (>= 1).
 
     Example:
-        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)   # doctest: +SKIP
+        >>> env = NoopResetEnv(make_atari("Breakout"), noop_max=30)
         >>> obs, info = env.reset(seed=0)     # the game has run 1..30 frames of NOOP
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, noop_max: int = 30) -> None:
         super().__init__(env)
-        _check_int("NoopResetEnv: noop_max", noop_max, 1)
+        check_int("NoopResetEnv: noop_max", noop_max, 1)
         if _action_meanings(env)[0] != "NOOP":
             raise ValueError(f"NoopResetEnv: action 0 of {env.spec.id if env.spec else env} is "
                              f"{_action_meanings(env)[0]!r}, expected 'NOOP'")
@@ -110,8 +107,9 @@ class FireResetEnv(gym.Wrapper):
     """On reset, press FIRE (then action 2), for games that wait for it (Breakout).
 
     Example:
-        >>> env = FireResetEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> obs, info = env.reset()                     # the ball is already in play
+        >>> env = FireResetEnv(make_atari("Breakout"))
+        >>> obs, info = env.reset(seed=0)               # the ball is already in play
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -138,8 +136,14 @@ class EpisodicLifeEnv(gym.Wrapper):
     or at any other time.
 
     Example:
-        >>> env = EpisodicLifeEnv(make_atari("Breakout"))   # doctest: +SKIP
-        >>> env.reset(); ...; env.step(0)   # -> terminated=True when a life is lost
+        >>> env = EpisodicLifeEnv(make_atari("Breakout"))
+        >>> _ = env.reset(seed=0)
+        >>> terminated = False
+        >>> while not terminated:             # without FIRE the ball never comes: wait for a lost life
+        ...     obs, reward, terminated, truncated, info = env.step(1)
+        >>> info["lives"] < 5                 # terminated=True when a life is lost
+        True
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -176,18 +180,21 @@ class MaxAndSkipEnv(gym.Wrapper):
     (a single frame if only one was).
 
     Example:
-        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)   # doctest: +SKIP
+        >>> env = MaxAndSkipEnv(make_atari("Breakout"), skip=4)
+        >>> _ = env.reset(seed=0)
         >>> obs, reward, terminated, truncated, info = env.step(1)   # 4 emulator frames
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, skip: int = 4) -> None:
         super().__init__(env)
-        _check_int("MaxAndSkipEnv: skip", skip, 1)
+        check_int("MaxAndSkipEnv: skip", skip, 1)
         self.skip = int(skip)
 
     def step(self, action: Any) -> StepReturn:
         total_reward = 0.0
-        frame = before = None
+        frame: Any = None  # skip >= 1: the loop sets it
+        before: Any = None
         for _ in range(self.skip):
             before = frame
             frame, reward, terminated, truncated, info = self.env.step(action)
@@ -205,17 +212,18 @@ class WarpFrame(gym.ObservationWrapper):
     ``(height, width, 3)`` in color.
 
     Example:
-        >>> env = WarpFrame(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = WarpFrame(make_atari("Breakout"))
         >>> env.observation_space
         Box(0, 255, (84, 84, 1), uint8)
+        >>> env.close()
     """
 
     def __init__(self, env: gym.Env, width: int = 84, height: int = 84, grayscale: bool = True) -> None:
         super().__init__(env)
-        _check_int("WarpFrame: width", width, 1)
-        _check_int("WarpFrame: height", height, 1)
-        shape = env.observation_space.shape
-        if not isinstance(env.observation_space, spaces.Box) or len(shape) != 3 or shape[2] != 3:
+        check_int("WarpFrame: width", width, 1)
+        check_int("WarpFrame: height", height, 1)
+        space = env.observation_space
+        if not isinstance(space, spaces.Box) or len(space.shape) != 3 or space.shape[2] != 3:
             raise ValueError(f"WarpFrame: expected RGB frames of shape (H, W, 3), the env's "
                              f"observation space is {env.observation_space}")
         self.width, self.height, self.grayscale = int(width), int(height), bool(grayscale)
@@ -237,7 +245,11 @@ class ClipRewardEnv(gym.RewardWrapper):
     """Rewards become their sign: -1.0, 0.0 or +1.0.
 
     Example:
-        >>> env = ClipRewardEnv(make_atari("Pong"))   # doctest: +SKIP
+        >>> env = ClipRewardEnv(make_atari("Pong"))
+        >>> _ = env.reset(seed=0)
+        >>> env.step(0)[1] in (-1.0, 0.0, 1.0)
+        True
+        >>> env.close()
     """
 
     def reward(self, reward: SupportsFloat) -> float:
@@ -254,7 +266,13 @@ class EpisodeMonitor(gym.Wrapper):
     frames.
 
     Example:
-        >>> env = EpisodeMonitor(make_atari("Pong"), "runs/0.monitor.csv")   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
+        ...     _ = env.reset(seed=0)
+        ...     env.close()
+        ...     os.listdir(folder)
+        ['0.monitor.csv']
     """
 
     def __init__(self, env: gym.Env, filename: str | None = None) -> None:
@@ -263,18 +281,10 @@ class EpisodeMonitor(gym.Wrapper):
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
         self._return, self._length = 0.0, 0
-        self._file: Any = None
-        self._writer: Any = None
+        self._log: MonitorCsv | None = None
         if filename is not None:
-            self._open(filename)
-
-    def _open(self, filename: str) -> None:
-        self._file = open(monitor_path(filename), "w", newline="\n", encoding="utf-8")
-        env_id = self.env.spec.id if self.env.spec is not None else None
-        self._file.write(f"#{json.dumps({'t_start': self.t_start, 'env_id': env_id})}\n")
-        self._writer = csv.DictWriter(self._file, fieldnames=("r", "l", "t"))
-        self._writer.writeheader()
-        self._file.flush()
+            env_id = self.env.spec.id if self.env.spec is not None else None
+            self._log = MonitorCsv(monitor_path(filename), self.t_start, env_id)
 
     def reset(self, **kwargs: Any) -> ResetReturn:
         self._return, self._length = 0.0, 0
@@ -292,24 +302,26 @@ class EpisodeMonitor(gym.Wrapper):
         episode = {"r": round(self._return, 6), "l": self._length, "t": round(time.time() - self.t_start, 6)}
         self.episode_returns.append(self._return)
         self.episode_lengths.append(self._length)
-        if self._writer is not None:
-            self._writer.writerow(episode)
-            self._file.flush()
+        if self._log is not None:
+            self._log.write_row(episode)
         return dict(episode)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = self._writer = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         super().close()
 
 
 # ------------------------------------------------------------------ building
 def _import_ale() -> None:
     try:
-        importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
+        ale_py = importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
     except ImportError as exc:
         raise ImportError(NO_ALE) from exc
+    if multiprocessing.parent_process() is not None:
+        # ALE prints its banner once per process: a worker leaves it to the parent
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
 
 
 def _atari_games() -> dict[str, str]:
@@ -326,7 +338,7 @@ def resolve_atari_id(env_id: str) -> str:
         ValueError: ``env_id`` names no Atari game (the message lists a few that exist).
 
     Example:
-        >>> resolve_atari_id("pong")   # doctest: +SKIP
+        >>> resolve_atari_id("pong")
         'ALE/Pong-v5'
     """
     if not isinstance(env_id, str):
@@ -360,7 +372,10 @@ def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode:
         **ale_kwargs: other ``ale_py.env.AtariEnv`` arguments (``mode``, ``difficulty``, ...).
 
     Example:
-        >>> env = make_atari("Breakout", repeat_action_probability=0.25)   # doctest: +SKIP
+        >>> env = make_atari("Breakout", repeat_action_probability=0.25)
+        >>> env.observation_space.shape
+        (210, 160, 3)
+        >>> env.close()
     """
     if "frameskip" in ale_kwargs:
         raise ValueError("make_atari: frameskip is fixed at 1; pass frame_skip to wrap_deepmind instead")
@@ -389,12 +404,13 @@ def wrap_deepmind(env: gym.Env, noop_max: int = 30, frame_skip: int = 4, episode
         clip_rewards: rewards become their sign.
 
     Example:
-        >>> env = wrap_deepmind(make_atari("Breakout"))   # doctest: +SKIP
+        >>> env = wrap_deepmind(make_atari("Breakout"))
         >>> env.observation_space.shape
         (84, 84, 1)
+        >>> env.close()
     """
-    _check_int("wrap_deepmind: noop_max", noop_max, 0)
-    _check_int("wrap_deepmind: frame_skip", frame_skip, 1)
+    check_int("wrap_deepmind: noop_max", noop_max, 0)
+    check_int("wrap_deepmind: frame_skip", frame_skip, 1)
     if noop_max > 0:
         env = NoopResetEnv(env, noop_max=noop_max)
     if frame_skip > 1:
@@ -429,13 +445,26 @@ def _check_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any], what: str) -> 
                         f"{exc}") from None
 
 
-def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
-                   vec_env_cls: type[VecEnvBase] | None = None,
+def _make_engine_venv(vec_env_cls: Any, env_id: str, num_envs: int, seed: int | None,
+                      vec_env_kwargs: dict[str, Any] | None, wrapper_kwargs: dict[str, Any],
+                      env_kwargs: dict[str, Any], monitor_dir: str | None) -> VecEnvBase:
+    """``make_atari_env`` for a backend that preprocesses in its own engine (``ALEVecEnv``):
+    the same options, by name, without Python env factories."""
+    if monitor_dir is not None:
+        raise ValueError(f"make_atari_env: monitor_dir is not available with {vec_env_cls.__name__} (its envs "
+                         f"are C++ emulators, no Python env writes a CSV); each game's real score is in "
+                         f"infos[i]['episode'], or use vec_env_cls=SubprocVecEnv for per-env monitor files")
+    kwargs = {**env_kwargs, **wrapper_kwargs, **(vec_env_kwargs or {})}
+    return vec_env_cls(env_id, num_envs, seed=seed, **kwargs)
+
+
+def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
+                   vec_env_cls: Callable[..., VecEnvBase] | None = None,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
                    monitor_dir: str | None = None) -> VecEnvBase:
-    """``num_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
+    """``n_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
     ``VecFrameStack``).
 
     Every env reports ``infos[i]["episode"] = {"r", "l", "t"}`` at a real game over, with
@@ -443,9 +472,11 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
     Args:
         env_id: ``"Breakout"``, ``"BreakoutNoFrameskip-v4"`` or ``"ALE/Breakout-v5"``.
-        num_envs: number of envs.
+        n_envs: number of envs (the keyword of SB3's ``make_atari_env``).
         seed: env i is seeded with ``seed + i`` at the first ``reset()`` (None: random).
-        vec_env_cls: the backend; default ``SubprocVecEnv``.
+        vec_env_cls: the backend; default ``SubprocVecEnv``. ``ALEVecEnv`` takes the same
+            ``wrapper_kwargs`` and ``env_kwargs`` and preprocesses in C++ (``vec_env_kwargs``
+            may add ``frame_stack``, ``batch_size``, ``num_threads``).
         vec_env_kwargs: keyword arguments of the backend (``in_series``, ``context``, ...).
         wrapper_kwargs: keyword arguments of ``wrap_deepmind``.
         env_kwargs: keyword arguments of ``make_atari`` (``render_mode``,
@@ -453,16 +484,19 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
         monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
 
     Example:
-        >>> venv = VecFrameStack(make_atari_env("Breakout", 8, seed=0), n_stack=4)   # doctest: +SKIP
-        >>> venv.reset().shape
-        (8, 84, 84, 4)
+        >>> from wrappers import VecFrameStack
+        >>> with VecFrameStack(make_atari_env("Breakout", n_envs=2, seed=0), n_stack=4) as venv:
+        ...     venv.reset().shape
+        (2, 84, 84, 4)
     """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"make_atari_env: num_envs must be a positive int, received {num_envs!r}")
+    check_int("make_atari_env: n_envs", n_envs)
     resolved_id = resolve_atari_id(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
     _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
+    if getattr(vec_env_cls, "preprocesses_atari", False):  # ALEVecEnv: the engine builds the envs
+        return _make_engine_venv(vec_env_cls, resolved_id, int(n_envs), seed, vec_env_kwargs, wrapper_kwargs,
+                                 env_kwargs, monitor_dir)
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
     if vec_env_cls is None:
@@ -470,7 +504,7 @@ def make_atari_env(env_id: str, num_envs: int, seed: int | None = 0,
 
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
-                     for i in range(int(num_envs))]
+                     for i in range(int(n_envs))]
     env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
                for monitor_file in monitor_files]
     venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))

@@ -13,10 +13,12 @@ with page faults on every step (~0.2 ms per expression at this size instead of ~
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Sequence
 
 import numpy as np
 
+_rms_kernel: ModuleType | None
 try:  # the optional one-pass C kernel for uint8 batches, built by setup.py when it can be
     from wrappers import _rms_kernel
 except ImportError:
@@ -92,7 +94,7 @@ class RunningMeanStd:
         """Merge a batch of samples shaped ``(batch_size, *shape)``."""
         batch = self._checked(batch)
         if uses_exact_uint8_path(batch) and _rms_kernel is not None:
-            self._run_kernel(batch, None)
+            self._run_kernel(_rms_kernel, batch, None)
         elif uses_exact_uint8_path(batch):
             self._merge_exact_sums(self._scratch().float32_copy(batch))
         elif batch.shape[0] > 0 and self.shape == ():
@@ -111,17 +113,18 @@ class RunningMeanStd:
             self.update(batch)
             return self.normalize(batch, epsilon, clip)
         if _rms_kernel is not None:
-            return self._run_kernel(batch, np.empty(batch.shape, np.float32), epsilon, clip)
+            out = np.empty(batch.shape, np.float32)
+            self._run_kernel(_rms_kernel, batch, out, epsilon, clip)
+            return out
         out = batch.astype(np.float32)
         self._merge_exact_sums(out)
         return self._normalize_in_place(out, epsilon, clip)
 
-    def _run_kernel(self, batch: np.ndarray, out: np.ndarray | None, epsilon: float = 0.0,
+    def _run_kernel(self, kernel: ModuleType, batch: np.ndarray, out: np.ndarray | None, epsilon: float = 0.0,
                     clip: float = 0.0) -> np.ndarray | None:
         """``_merge_exact_sums`` (and ``_normalize_in_place`` into ``out``) in C, in one pass."""
         self._own_statistics()
-        _rms_kernel.update_normalize_u8(np.ascontiguousarray(batch), self.mean, self.var, self.count, out,
-                                        epsilon, clip)
+        kernel.update_normalize_u8(np.ascontiguousarray(batch), self.mean, self.var, self.count, out, epsilon, clip)
         self.count += batch.shape[0]
         return out
 
@@ -198,7 +201,7 @@ class RunningMeanStd:
         return np.clip(out, -clip, clip, out=out)
 
     # ------------------------------------------------------------------ misc
-    def copy(self) -> "RunningMeanStd":
+    def copy(self) -> RunningMeanStd:
         """An independent copy."""
         twin = RunningMeanStd(self.shape)
         twin.mean, twin.var, twin.count = self.mean.copy(), self.var.copy(), self.count

@@ -1,25 +1,22 @@
 """StackedObservations: the last ``n_stack`` observations of every env, along the channels."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from collections.abc import Callable
+from typing import Any, Mapping
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["StackedObservations", "ChannelsOrder", "is_image_space", "is_channels_first"]
+from vec_envs.spaces.describe import is_image_space
+
+__all__ = ["StackedObservations", "ChannelsOrder", "is_channels_first"]
 
 #: "first", "last", None (infer from the space) or, for a Dict space, one of those per key.
-ChannelsOrder = Union[str, None, Mapping[str, Union[str, None]]]
+ChannelsOrder = str | None | Mapping[str, str | None]
 CHANNELS_ORDERS = ("first", "last")
 BAD_CHANNELS_ORDER = "channels_order{where} must be None, 'first' or 'last', received {value!r}"
 UNSTACKABLE = ("frame stacking needs a Box observation space of rank >= 1 (or a Dict of them); "
                "observation{where} is {space}")
-
-
-def is_image_space(space: spaces.Space) -> bool:
-    """A uint8 Box of rank 3 with bounds 0..255."""
-    return (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
-            and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255)))
 
 
 def is_channels_first(space: spaces.Box, channels_order: str | None = None, where: str = "") -> bool:
@@ -66,6 +63,7 @@ class StackedObservations:
                  channels_order: ChannelsOrder = None, where: str = "") -> None:
         self.num_envs, self.n_stack = num_envs, n_stack
         self.sub: dict[str, StackedObservations] | None = None
+        self.stacked_observation_space: spaces.Dict | spaces.Box
         if isinstance(observation_space, spaces.Dict):
             self._init_dict(observation_space, channels_order, where)
         elif isinstance(observation_space, spaces.Box) and len(observation_space.shape) >= 1:
@@ -144,6 +142,31 @@ class StackedObservations:
         buf[self._newest] = obs
         return buf.copy(), stacked_terminal
 
+    def update_envs(self, env_ids: np.ndarray, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any],
+                    fresh: np.ndarray) -> tuple[Any, dict[int, Any]]:
+        """Push one observation into the histories of envs ``env_ids`` only (a ``recv``).
+
+        Row j of ``obs``, ``dones`` and ``fresh`` (an env's first row since an async reset:
+        its history starts from zeros, like ``reset``) belongs to env ``env_ids[j]``;
+        ``terminal`` maps rows to terminal observations. Returns the stacked rows and
+        row -> stacked terminal observation, as ``update`` does for the whole batch.
+        """
+        if self.sub is not None:
+            return self._update_dict(obs, dones, terminal, lambda stack, o, d, t: stack.update_envs(
+                env_ids, o, d, t, fresh))
+        rows = self.stacked_obs[env_ids]  # a copy: shifted, then written back
+        flat, shift = rows.reshape(len(rows), -1), self._shift
+        flat[:, :-shift] = flat[:, shift:]
+        stacked_terminal = {}
+        for j, last in terminal.items():
+            row = rows[j].copy()
+            row[self._newest_row] = last
+            stacked_terminal[j] = row
+        rows[dones | fresh] = 0
+        rows[self._newest] = obs
+        self.stacked_obs[env_ids] = rows
+        return rows, stacked_terminal
+
     def _shift_in_place(self) -> None:
         """Move every stack one observation towards the oldest slot.
 
@@ -156,10 +179,12 @@ class StackedObservations:
         flat, shift = self._flat, self._shift
         flat[:-shift] = flat[shift:]
 
-    def _update_dict(self, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any]) -> tuple[Any, dict[int, Any]]:
+    def _update_dict(self, obs: Any, dones: np.ndarray, terminal: Mapping[int, Any],
+                     update: Callable[..., tuple[Any, dict[int, Any]]] = lambda stack, o, d, t: stack.update(o, d, t),
+                     ) -> tuple[Any, dict[int, Any]]:
         stacked, stacked_terminal = {}, {i: dict(last) for i, last in terminal.items()}
-        for key, stack in self.sub.items():
-            stacked[key], parts = stack.update(obs[key], dones, {i: last[key] for i, last in terminal.items()})
+        for key, stack in (self.sub or {}).items():
+            stacked[key], parts = update(stack, obs[key], dones, {i: last[key] for i, last in terminal.items()})
             for i, part in parts.items():
                 stacked_terminal[i][key] = part
         return stacked, stacked_terminal

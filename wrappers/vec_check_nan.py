@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.spaces.nested import iter_leaves, path_text
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -14,18 +15,6 @@ __all__ = ["VecCheckNan"]
 
 FOUND = "{field} of env {index} contains {kind} {when}"
 ALSO = " (envs with {kind}: {indices})"
-
-
-def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, leaf)`` for every leaf of nested dicts / tuples, path like ``['pos'][0]``."""
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            yield from _leaves(sub, f"{path}[{key!r}]")
-    elif isinstance(value, tuple):
-        for j, sub in enumerate(value):
-            yield from _leaves(sub, f"{path}[{j}]")
-    else:
-        yield path, value
 
 
 def _bad_rows(leaf: Any, check_inf: bool) -> tuple[str, np.ndarray] | None:
@@ -60,10 +49,14 @@ class VecCheckNan(VecEnvWrapper):
         check_inf: also look for +inf / -inf.
 
     Example:
-        >>> venv = VecCheckNan(DummyVecEnv([make_env] * 4))   # doctest: +SKIP
-        >>> venv.step(np.full((4, 1), np.nan))                  # doctest: +SKIP
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> venv = VecCheckNan(DummyVecEnv([lambda: gym.make("Pendulum-v1")] * 4))
+        >>> _ = venv.reset()
+        >>> venv.step(np.full((4, 1), np.nan))
         Traceback (most recent call last):
         ValueError: action of env 0 contains NaN before step (envs with NaN: [0, 1, 2, 3])
+        >>> venv.close()
     """
 
     def __init__(self, venv: VecEnvBase, raise_exception: bool = True, warn_once: bool = True,
@@ -73,8 +66,25 @@ class VecCheckNan(VecEnvWrapper):
         self._user_warned = False
 
     def step_async(self, actions: Any) -> None:
-        self._check_batch("action", actions, "before step")
+        self._check_action_values(actions, "before step")
         self.venv.step_async(actions)
+
+    def _check_action_values(self, actions: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Actions as a batch (array, dict of batches) or one per env (list of dicts, ...);
+        row j is env ``env_ids[j]`` (env j if None)."""
+        if isinstance(actions, (np.ndarray, dict)):
+            self._check_batch("action", actions, when, env_ids)
+            return
+        try:
+            batch = np.asarray(actions)
+        except ValueError:  # ragged: per-env actions of different shapes
+            batch = None
+        if batch is not None and batch.dtype != object:
+            self._check_batch("action", batch, when, env_ids)
+            return
+        for j, action in enumerate(actions):
+            index = j if env_ids is None or len(env_ids) != len(actions) else int(env_ids[j])
+            self._check_single(index, "action", action, when)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
@@ -84,6 +94,20 @@ class VecCheckNan(VecEnvWrapper):
             if "terminal_observation" in infos[i]:
                 self._check_single(int(i), "terminal_observation", infos[i]["terminal_observation"], "after step")
         return obs, rewards, dones, infos
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        self._check_action_values(actions, "before send", np.asarray(env_ids))
+        self.venv.send(actions, env_ids)
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        self._check_batch("observation", obs, "after recv", env_ids)
+        self._check_batch("reward", rewards, "after recv", env_ids)
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                self._check_single(int(env_ids[j]), "terminal_observation", infos[j]["terminal_observation"],
+                                   "after recv")
+        return obs, rewards, dones, infos, env_ids
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
@@ -95,21 +119,24 @@ class VecCheckNan(VecEnvWrapper):
         self._check_single(index % self.num_envs, "observation", obs, "after reset_single_env")
         return obs
 
-    def _check_batch(self, name: str, batch: Any, when: str) -> None:
-        for path, leaf in _leaves(batch):
+    def _check_batch(self, name: str, batch: Any, when: str, env_ids: np.ndarray | None = None) -> None:
+        """Report bad values in a batch; row j is env ``env_ids[j]`` (env j if None)."""
+        for path, leaf in iter_leaves(batch):
             found = _bad_rows(leaf, self.check_inf)
             if found is not None:
                 kind, rows = found
-                message = FOUND.format(field=name + path, index=int(rows[0]), kind=kind, when=when)
+                if env_ids is not None and env_ids.shape == (len(leaf),):
+                    rows = env_ids[rows]
+                message = FOUND.format(field=name + path_text(path), index=int(rows[0]), kind=kind, when=when)
                 if len(rows) > 1:
                     message += ALSO.format(kind=kind, indices=rows.tolist())
                 self._report(message)
 
     def _check_single(self, index: int, name: str, obs: Any, when: str) -> None:
-        for path, leaf in _leaves(obs):
-            found = _bad_rows(np.asarray(leaf)[None], self.check_inf)
+        for path, leaf in iter_leaves(obs):
+            found = _bad_rows([leaf], self.check_inf)
             if found is not None:
-                self._report(FOUND.format(field=name + path, index=index, kind=found[0], when=when))
+                self._report(FOUND.format(field=name + path_text(path), index=index, kind=found[0], when=when))
 
     def _report(self, message: str) -> None:
         if self.raise_exception:

@@ -24,9 +24,13 @@ class VecExtractDictObs(VecEnvObservationWrapper):
         key: the key to keep.
 
     Example:
-        >>> venv = VecExtractDictObs(DummyVecEnv([make_robot_env] * 4), "observation")  # doctest: +SKIP
-        >>> venv.observation_space                                                     # doctest: +SKIP
-        Box(-inf, inf, (10,), float32)
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> def make_env():   # observations {"obs": CartPole's 4 numbers, "time": the step count}
+        ...     return gym.wrappers.TimeAwareObservation(gym.make("CartPole-v1"), flatten=False)
+        >>> with VecExtractDictObs(DummyVecEnv([make_env] * 4), "obs") as venv:
+        ...     venv.reset().shape
+        (4, 4)
     """
 
     def __init__(self, venv: VecEnvBase, key: str) -> None:
@@ -39,6 +43,9 @@ class VecExtractDictObs(VecEnvObservationWrapper):
         super().__init__(venv, observation_space=space[key])
 
     def process(self, obs: VecEnvObs) -> VecEnvObs:
+        if not isinstance(obs, dict):
+            raise TypeError(f"VecExtractDictObs: expected a dict of batches from {type(self.venv).__name__}, "
+                            f"received {type(obs).__name__}")
         return obs[self.key]
 
     def process_terminal(self, index: int, terminal_obs: Any) -> Any:

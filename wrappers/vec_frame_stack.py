@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.arguments import check_int
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 from wrappers.stacked_observations import ChannelsOrder, StackedObservations
@@ -37,9 +38,7 @@ class VecFrameStack(VecEnvWrapper):
     """
 
     def __init__(self, venv: VecEnvBase, n_stack: int, channels_order: ChannelsOrder = None) -> None:
-        if not isinstance(n_stack, (int, np.integer)) or isinstance(n_stack, bool) or n_stack < 1:
-            raise ValueError(f"VecFrameStack: n_stack must be an int >= 1, received {n_stack!r}")
-        self.n_stack = int(n_stack)
+        self.n_stack = check_int("VecFrameStack: n_stack", n_stack)
         self.stacked_obs = StackedObservations(venv.num_envs, self.n_stack, venv.observation_space,
                                                channels_order)
         super().__init__(venv, observation_space=self.stacked_obs.stacked_observation_space)
@@ -55,6 +54,17 @@ class VecFrameStack(VecEnvWrapper):
         for i, last in stacked_terminal.items():
             infos[i]["terminal_observation"] = last
         return stacked, rewards, dones, infos
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch, each env stacked with its own history (one per env id)."""
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        terminal = {int(j): infos[j]["terminal_observation"] for j in np.flatnonzero(dones)
+                    if "terminal_observation" in infos[j]}
+        stacked, stacked_terminal = self.stacked_obs.update_envs(env_ids, obs, dones, terminal,
+                                                                 self._take_fresh(env_ids))
+        for j, last in stacked_terminal.items():
+            infos[j]["terminal_observation"] = last
+        return stacked, rewards, dones, infos, env_ids
 
     def reset_single_env(self, index: int) -> Any:
         return self.stacked_obs.reset_env(index, self.venv.reset_single_env(index))

@@ -1,8 +1,6 @@
 """VecMonitor: episode returns, lengths and times in ``infos``, and optionally a monitor.csv."""
 from __future__ import annotations
 
-import csv
-import json
 import os
 import time
 from typing import Any, Sequence
@@ -10,45 +8,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from vec_envs.errors import VecEnvError
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
+from wrappers.monitor_csv import MonitorCsv, monitor_path
 
-__all__ = ["VecMonitor", "monitor_path"]
+__all__ = ["VecMonitor", "monitor_path"]  # monitor_path: defined in monitor_csv.py
 
-MONITOR_SUFFIX = "monitor.csv"
 MISSING_INFO_KEY = ("VecMonitor: info_keywords names {key!r}, but the info of env {index} at the end of "
                     "its episode has only the keys {keys}")
-
-
-def monitor_path(filename: str | os.PathLike) -> str:
-    """Where the CSV goes, as in baselines / SB3: ``dir/monitor.csv`` for a directory,
-    ``name.monitor.csv`` for any other name not already ending in ``monitor.csv``."""
-    filename = os.fspath(filename)
-    if filename.endswith(MONITOR_SUFFIX):
-        return filename
-    if os.path.isdir(filename):
-        return os.path.join(filename, MONITOR_SUFFIX)
-    return f"{filename}.{MONITOR_SUFFIX}"
-
-
-class _MonitorCsv:
-    """The monitor.csv file: a ``#{json}`` line, a header, then one flushed row per episode."""
-
-    def __init__(self, path: str, t_start: float, env_id: str | None, fieldnames: Sequence[str]) -> None:
-        self.path = path
-        self.file = open(path, "w", newline="", encoding="utf-8")
-        self.file.write("#" + json.dumps({"t_start": t_start, "env_id": str(env_id)}) + "\n")
-        self.writer = csv.DictWriter(self.file, fieldnames=list(fieldnames))
-        self.writer.writeheader()
-        self.file.flush()
-
-    def write_row(self, row: dict[str, Any]) -> None:
-        self.writer.writerow(row)
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class VecMonitor(VecEnvWrapper):
@@ -86,10 +54,10 @@ class VecMonitor(VecEnvWrapper):
         self.episode_returns = np.zeros(self.num_envs, np.float64)
         self.episode_lengths = np.zeros(self.num_envs, np.int64)
         self.episode_count = 0
-        self.results_writer: _MonitorCsv | None = None
+        self.results_writer: MonitorCsv | None = None
         if filename is not None:
-            self.results_writer = _MonitorCsv(monitor_path(filename), self.t_start, self._env_id(),
-                                              ("r", "l", "t") + self.info_keywords)
+            self.results_writer = MonitorCsv(monitor_path(filename), self.t_start, self._env_id(),
+                                             self.info_keywords)
 
     def _env_id(self) -> str | None:
         try:
@@ -117,6 +85,19 @@ class VecMonitor(VecEnvWrapper):
         for i in np.flatnonzero(dones):
             infos[i]["episode"] = self._end_episode(int(i), infos[i])
         return obs, rewards, dones, infos
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch, with each env's episode counted on its own rows."""
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        fresh = self._take_fresh(env_ids)
+        self.episode_returns[env_ids[fresh]] = 0.0  # a reset row starts the env's episode
+        self.episode_lengths[env_ids[fresh]] = 0
+        stepped = env_ids[~fresh]
+        self.episode_returns[stepped] += rewards[~fresh]
+        self.episode_lengths[stepped] += 1
+        for j in np.flatnonzero(dones):
+            infos[j]["episode"] = self._end_episode(int(env_ids[j]), infos[j])
+        return obs, rewards, dones, infos, env_ids
 
     def _end_episode(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
         episode = {"r": round(float(self.episode_returns[i]), 6), "l": int(self.episode_lengths[i]),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -13,7 +12,9 @@ from typing import Any, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.spaces.batching import batch_of_one
+from vec_envs.spaces.describe import space_fingerprint
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 from wrappers.running_mean_std import RunningMeanStd
@@ -40,10 +41,17 @@ class VecNormalizeFileError(ValueError):
     """A VecNormalize statistics file that cannot be used (corrupt, newer, other space).
 
     Example:
-        >>> try:                                                   # doctest: +SKIP
-        ...     venv = VecNormalize.load("vecnormalize.npz", venv)
-        ... except VecNormalizeFileError as err:
-        ...     print(err)   # names the file and what is wrong with it
+        >>> import gymnasium as gym, os, tempfile
+        >>> from vec_envs import DummyVecEnv
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "vecnormalize.npz")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write("not a VecNormalize file")
+        ...     try:
+        ...         venv = VecNormalize.load(path, DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
+        ...     except VecNormalizeFileError as err:
+        ...         print(path in str(err))   # names the file and what is wrong with it
+        True
     """
 
 
@@ -82,9 +90,13 @@ class VecNormalize(VecEnvWrapper):
         >>> obs, rewards, dones, infos = venv.step(np.zeros((4, 1)))
         >>> obs.shape, obs.dtype, rewards.dtype
         ((4, 3), dtype('float32'), dtype('float32'))
-        >>> venv.save("vecnormalize.npz")                                   # doctest: +SKIP
-        >>> evaluation = VecNormalize.load("vecnormalize.npz", eval_venv)   # doctest: +SKIP
-        >>> evaluation.training = False                                     # doctest: +SKIP
+        >>> import os, tempfile
+        >>> eval_venv = DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv.save(os.path.join(folder, "vecnormalize.npz"))
+        ...     evaluation = VecNormalize.load(os.path.join(folder, "vecnormalize.npz"), eval_venv)
+        >>> evaluation.training = False   # evaluate with the training statistics, frozen
+        >>> venv.close(); evaluation.close()
     """
 
     def __init__(self, venv: VecEnvBase, training: bool = True, norm_obs: bool = True,
@@ -127,29 +139,52 @@ class VecNormalize(VecEnvWrapper):
         self.returns[dones] = 0.0
         return normalized, scaled, dones, infos
 
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        """The next batch: statistics updated from its rows, each env's return its own.
+
+        A reset row (an env's first after ``async_reset``) enters the observation
+        statistics like ``reset``'s observations do and starts the env's return at 0.
+        """
+        obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
+        fresh = self._take_fresh(env_ids)
+        self.old_obs, self.old_reward = obs, rewards
+        normalized = self._update_and_normalize(obs)
+        for j in np.flatnonzero(dones):
+            if "terminal_observation" in infos[j]:
+                infos[j]["terminal_observation"] = self.normalize_obs(infos[j]["terminal_observation"])
+        self.returns[env_ids[fresh]] = 0.0
+        stepped = env_ids[~fresh]
+        if self.training and len(stepped):
+            self.returns[stepped] = self.returns[stepped] * self.gamma + rewards[~fresh]
+            self.ret_rms.update(self.returns[stepped])
+        scaled = self.normalize_reward(rewards)
+        self.returns[env_ids[dones]] = 0.0
+        return normalized, scaled, dones, infos, env_ids
+
     def reset_single_env(self, index: int) -> Any:
         obs = self.venv.reset_single_env(index)
         self.returns[index] = 0.0
         if self.training and self.norm_obs:
-            self._update_obs(_batch_of_one(obs, self.norm_obs_keys))
+            keys = self.norm_obs_keys
+            self._update_obs(batch_of_one(obs if keys is None else {key: obs[key] for key in keys}))
         return self.normalize_obs(obs)
 
-    def _update_obs(self, obs: VecEnvObs) -> None:
-        if self.norm_obs_keys is None:
+    def _update_obs(self, obs: Any) -> None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             self.obs_rms.update(obs)
             return
-        for key in self.norm_obs_keys:
-            self.obs_rms[key].update(obs[key])
+        for key, rms in (self.obs_rms or {}).items():
+            rms.update(obs[key])
 
-    def _update_and_normalize(self, obs: VecEnvObs) -> VecEnvObs:
+    def _update_and_normalize(self, obs: Any) -> VecEnvObs:
         """Update the statistics with a batch (when training), then normalize it."""
         if not (self.training and self.norm_obs):
             return self.normalize_obs(obs)
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return self.obs_rms.update_and_normalize(obs, self.epsilon, self.clip_obs)
         out = dict(obs)
-        for key in self.norm_obs_keys:
-            out[key] = self.obs_rms[key].update_and_normalize(obs[key], self.epsilon, self.clip_obs)
+        for key, rms in (self.obs_rms or {}).items():
+            out[key] = rms.update_and_normalize(obs[key], self.epsilon, self.clip_obs)
         return out
 
     # -------------------------------------------------------- normalization
@@ -157,11 +192,11 @@ class VecNormalize(VecEnvWrapper):
         """Normalize a batch or a single observation with the current statistics."""
         if not self.norm_obs:
             return obs
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return self._normalize_leaf(obs, self.obs_rms)
         out = dict(obs)
-        for key in self.norm_obs_keys:
-            out[key] = self._normalize_leaf(obs[key], self.obs_rms[key])
+        for key, rms in (self.obs_rms or {}).items():
+            out[key] = self._normalize_leaf(obs[key], rms)
         return out
 
     def _normalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
@@ -174,12 +209,12 @@ class VecNormalize(VecEnvWrapper):
         scaled = np.divide(rewards, math.sqrt(float(self.ret_rms.var) + self.epsilon), dtype=np.float32)
         return np.clip(scaled, -self.clip_reward, self.clip_reward, out=scaled)
 
-    def get_original_obs(self) -> VecEnvObs:
-        """The observations of the last reset / step, before normalization."""
+    def get_original_obs(self) -> VecEnvObs | None:
+        """The observations of the last reset / step, before normalization (None before any)."""
         return self.old_obs
 
-    def get_original_reward(self) -> np.ndarray:
-        """The rewards of the last step, before scaling."""
+    def get_original_reward(self) -> np.ndarray | None:
+        """The rewards of the last step, before scaling (None before any)."""
         return self.old_reward
 
     # -------------------------------------------------------- save and load
@@ -205,7 +240,7 @@ class VecNormalize(VecEnvWrapper):
         _write_atomically(os.fspath(path), arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> "VecNormalize":
+    def load(cls, path: str | os.PathLike, venv: VecEnvBase) -> VecNormalize:
         """A VecNormalize over ``venv`` with the settings and statistics saved at ``path``.
 
         Raises:
@@ -229,9 +264,9 @@ class VecNormalize(VecEnvWrapper):
     def _obs_rms_list(self) -> list[RunningMeanStd]:
         if self.obs_rms is None:
             return []
-        if self.norm_obs_keys is None:
+        if isinstance(self.obs_rms, RunningMeanStd):
             return [self.obs_rms]
-        return [self.obs_rms[key] for key in self.norm_obs_keys]
+        return list(self.obs_rms.values())
 
 
 # ------------------------------------------------------------------ spaces
@@ -263,34 +298,19 @@ def _obs_keys(space: spaces.Space, norm_obs_keys: Sequence[str] | None) -> list[
 def _normalized_space(space: spaces.Space, keys: list[str] | None, clip_obs: float) -> spaces.Space:
     def bounded(box: spaces.Box) -> spaces.Box:
         return spaces.Box(-clip_obs, clip_obs, box.shape, np.float32)
-    if keys is None:
-        return bounded(space)
-    return spaces.Dict({k: bounded(s) if k in keys else s for k, s in space.spaces.items()})
-
-
-def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> Any:
-    if keys is None:
-        return RunningMeanStd(space.shape)
-    return {key: RunningMeanStd(space[key].shape) for key in keys}
-
-
-def _batch_of_one(obs: Any, keys: list[str] | None) -> Any:
-    if keys is None:
-        return np.asarray(obs)[None]
-    return {key: np.asarray(obs[key])[None] for key in keys}
-
-
-def space_fingerprint(space: spaces.Space) -> dict[str, Any]:
-    """A JSON-able description of ``space``: equal for equal spaces, different otherwise."""
-    if isinstance(space, spaces.Dict):
-        return {"type": "Dict", "spaces": {k: space_fingerprint(s) for k, s in space.spaces.items()}}
-    if isinstance(space, spaces.Tuple):
-        return {"type": "Tuple", "spaces": [space_fingerprint(s) for s in space.spaces]}
     if isinstance(space, spaces.Box):
-        bounds = np.ascontiguousarray(space.low).tobytes() + np.ascontiguousarray(space.high).tobytes()
-        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
-                "bounds_sha256": hashlib.sha256(bounds).hexdigest()}
-    return {"type": type(space).__name__, "text": str(space)}
+        return bounded(space)
+    assert isinstance(space, spaces.Dict) and keys is not None  # what _obs_keys accepted
+    return spaces.Dict({k: bounded(s) if k in keys and isinstance(s, spaces.Box) else s
+                        for k, s in space.spaces.items()})
+
+
+def _make_obs_rms(space: spaces.Space, keys: list[str] | None) -> RunningMeanStd | dict[str, RunningMeanStd]:
+    if isinstance(space, spaces.Box):
+        return RunningMeanStd(space.shape)
+    assert isinstance(space, spaces.Dict) and keys is not None  # what _obs_keys accepted
+    boxes = {key: sub for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)}
+    return {key: RunningMeanStd(boxes[key].shape) for key in keys}
 
 
 # -------------------------------------------------------------------- files
@@ -308,7 +328,24 @@ def _restore_rms(rms: RunningMeanStd, prefix: str, arrays: dict[str, np.ndarray]
         raise VecNormalizeFileError(FILE_CORRUPT.format(
             path=path, reason=f"{prefix} has shapes {mean.shape}, {var.shape}, {count.shape}; expected "
                               f"{rms.shape}, {rms.shape}, ()"))
+    problem = _statistics_problem(prefix, mean, var, count)
+    if problem:
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=problem))
     rms.mean, rms.var, rms.count = mean.astype(np.float64), var.astype(np.float64), float(count)
+
+
+def _statistics_problem(prefix: str, mean: np.ndarray, var: np.ndarray, count: np.ndarray) -> str | None:
+    """Why these saved statistics are impossible (None if they are fine)."""
+    for name, arr in (("mean", mean), ("var", var), ("count", count)):
+        if arr.dtype.kind not in "iuf":
+            return f"{prefix}.{name} has dtype {arr.dtype}; expected real numbers"
+        if not np.isfinite(arr).all():
+            return f"{prefix}.{name} holds NaN or infinite values"
+    if (var < 0).any():
+        return f"{prefix}.var holds negative variances (min {var.min()}); a variance is >= 0"
+    if count < 0:
+        return f"{prefix}.count is {count}; a count is >= 0"
+    return None
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -316,7 +353,7 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".vecnormalize-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, allow_pickle=False, **arrays)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)

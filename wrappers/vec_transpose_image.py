@@ -9,7 +9,7 @@ from gymnasium import spaces
 from vec_envs.types import VecEnvObs
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvObservationWrapper
-from wrappers.stacked_observations import is_image_space
+from vec_envs.spaces.describe import is_image_space
 
 __all__ = ["VecTransposeImage"]
 
@@ -43,9 +43,13 @@ class VecTransposeImage(VecEnvObservationWrapper):
         skip: leave the observations as they are (for a space already channels-first).
 
     Example:
-        >>> venv = VecTransposeImage(VecFrameStack(atari_venv, 4))   # doctest: +SKIP
-        >>> venv.reset().shape                                       # doctest: +SKIP
-        (8, 4, 84, 84)
+        >>> from vec_envs import DummyVecEnv
+        >>> from wrappers import VecFrameStack
+        >>> from wrappers.atari import make_atari_env
+        >>> atari_venv = make_atari_env("Breakout", 2, seed=0, vec_env_cls=DummyVecEnv)
+        >>> with VecTransposeImage(VecFrameStack(atari_venv, 4)) as venv:
+        ...     venv.reset().shape
+        (2, 4, 84, 84)
     """
 
     def __init__(self, venv: VecEnvBase, skip: bool = False) -> None:
@@ -57,7 +61,7 @@ class VecTransposeImage(VecEnvObservationWrapper):
                 self.image_space_keys = [k for k, s in space.spaces.items() if is_image_space(s)]
                 if not self.image_space_keys:
                     raise ValueError(NOT_AN_IMAGE.format(space=space))
-                space = spaces.Dict({k: _transposed_space(s, f"[{k!r}]") if k in self.image_space_keys else s
+                space = spaces.Dict({k: _transposed_space(s, f"[{k!r}]") if is_image_space(s) else s
                                      for k, s in space.spaces.items()})
             elif is_image_space(space):
                 space = _transposed_space(space)
@@ -68,10 +72,10 @@ class VecTransposeImage(VecEnvObservationWrapper):
     def process(self, obs: VecEnvObs) -> VecEnvObs:
         if self.skip:
             return obs
-        if self.image_space_keys is None:
-            return transpose_image(obs)
+        if not isinstance(obs, dict):
+            return transpose_image(np.asarray(obs))
         out = dict(obs)
-        for key in self.image_space_keys:
+        for key in self.image_space_keys or ():
             out[key] = transpose_image(obs[key])
         return out
 

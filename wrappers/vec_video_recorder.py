@@ -12,8 +12,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from vec_envs.arguments import check_int
 from vec_envs.errors import VecEnvError
-from vec_envs.types import VecEnvObs, VecEnvStepReturn
+from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -26,6 +27,9 @@ FOLDER_NOT_WRITABLE = "VecVideoRecorder: video_folder {folder!r} is not a writab
 FRAME_SIZE_CHANGED = ("VecVideoRecorder: frame {index} of {path} is {received} pixels (height, width), "
                       "but the clip started with {expected}; every frame of a clip must have one size")
 DEFAULT_FPS = 30
+NO_ASYNC = ("VecVideoRecorder.{method}(): a clip is one frame of all envs tiled per lock-step step, and "
+            "under recv/send the envs are at different steps; record with step()/reset(), or record "
+            "one env in its own lock-step VecEnv")
 
 
 def _missing_video_modules() -> list[str]:
@@ -75,8 +79,11 @@ def _writable_folder(folder: str | os.PathLike) -> str:
     return path
 
 
-def _video_frame(frame: np.ndarray) -> np.ndarray:
+def _video_frame(frame: np.ndarray | None) -> np.ndarray:
     """An RGB uint8 frame with even height and width (H.264 in yuv420p needs them even)."""
+    if frame is None:
+        raise ValueError("VecVideoRecorder: render(mode='rgb_array') returned None; make the envs with "
+                         "render_mode='rgb_array'")
     frame = np.asarray(frame, np.uint8)
     if frame.ndim == 2:
         frame = frame[:, :, None]
@@ -110,8 +117,18 @@ class VecVideoRecorder(VecEnvWrapper):
             else 30).
 
     Example:
-        >>> venv = VecVideoRecorder(venv, "videos/", lambda step: step % 10_000 == 0,
-        ...                         video_length=500)   # doctest: +SKIP
+        >>> import os, tempfile
+        >>> from vec_envs import DummyVecEnv
+        >>> from wrappers.atari import make_atari
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     venv = DummyVecEnv([lambda: make_atari("Pong", render_mode="rgb_array")] * 2)
+        ...     venv = VecVideoRecorder(venv, folder, lambda step: step % 10_000 == 0, video_length=5)
+        ...     _ = venv.reset()
+        ...     for _ in range(5):
+        ...         _ = venv.step(np.zeros(2, int))
+        ...     venv.close()
+        ...     [name.endswith(".mp4") for name in os.listdir(folder)]
+        [True]
     """
 
     def __init__(self, venv: VecEnvBase, video_folder: str | os.PathLike,
@@ -121,8 +138,7 @@ class VecVideoRecorder(VecEnvWrapper):
         if not callable(record_video_trigger):
             raise TypeError("VecVideoRecorder: record_video_trigger must be a callable step -> bool, "
                             f"received {type(record_video_trigger).__name__}")
-        if not isinstance(video_length, (int, np.integer)) or video_length < 1:
-            raise ValueError(f"VecVideoRecorder: video_length must be an int >= 1, received {video_length!r}")
+        check_int("VecVideoRecorder: video_length", video_length)
         missing = _missing_video_modules()
         if missing:
             raise ImportError(MISSING_VIDEO_DEPS.format(missing=", ".join(missing)))
@@ -161,6 +177,15 @@ class VecVideoRecorder(VecEnvWrapper):
         self._after_transition()
         return result
 
+    def async_reset(self) -> None:
+        raise NotImplementedError(NO_ASYNC.format(method="async_reset"))
+
+    def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
+        raise NotImplementedError(NO_ASYNC.format(method="recv"))
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        raise NotImplementedError(NO_ASYNC.format(method="send"))
+
     def _after_transition(self) -> None:
         if self._writer is None:
             if self._asked_step == self.step_id:
@@ -198,7 +223,8 @@ class VecVideoRecorder(VecEnvWrapper):
         writer, self._writer = self._writer, None
         with _interrupts_deferred():
             writer.close()
-        self.video_paths.append(self.video_path)
+        if self._frames and self.video_path is not None and os.path.exists(self.video_path):
+            self.video_paths.append(self.video_path)  # a clip whose first frame failed has no file
 
     def close(self) -> None:
         try:

@@ -27,7 +27,7 @@ EPISODE_FRAME_OFFSET = 12
 NOOP = 0
 
 # per env: an ALEState that is past its frame budget (truncated), or None if none works
-_truncated_states: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_truncated_states: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def clone_ale(env: Any) -> Any:

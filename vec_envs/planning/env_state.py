@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -34,6 +33,7 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import PassiveEnvChecker
 
 from vec_envs.planning.ale_snapshot import clone_ale, restore_ale
+from vec_envs.types import EnvState  # defined with the contract; made and restored here
 
 __all__ = ["EnvState", "get_env_state", "set_env_state", "describe_env"]
 
@@ -64,27 +64,6 @@ FOREIGN_STATE = ("{where}this state was taken from {source}, but the env is {env
                  "restores into an env made the same way")
 NOT_A_STATE = ("{where}expected a state returned by get_states() / step_batch(), "
                "received {kind}")
-
-
-@dataclass(frozen=True)
-class EnvState:
-    """One env's snapshot; opaque to users, picklable (ALE states pickle as bytes).
-
-    Attributes:
-        source: the env it came from (``describe_env``), checked on restore.
-        kind: "custom" (the env's own ``get_state``), "ale" or "copy".
-        core: the snapshot of the layer that keeps the state.
-        wrappers: the plain-data attributes of each wrapper above that layer.
-
-    Example:
-        >>> state = get_env_state(env)            # doctest: +SKIP
-        >>> env.step(1); set_env_state(env, state)  # back where it was
-    """
-
-    source: str
-    kind: str
-    core: Any
-    wrappers: tuple[dict[str, Any], ...]
 
 
 def describe_env(env: Any) -> str:
@@ -205,8 +184,8 @@ def _plain_copy(value: Any) -> Any:
         items = {k: _plain_copy(v) for k, v in value.items()}
         return _SKIP if any(v is _SKIP for v in items.values()) else items
     if type(value) in (list, tuple, deque):
-        items = [_plain_copy(v) for v in value]
-        if any(v is _SKIP for v in items):
+        elements = [_plain_copy(v) for v in value]
+        if any(v is _SKIP for v in elements):
             return _SKIP
-        return deque(items, maxlen=value.maxlen) if type(value) is deque else type(value)(items)
+        return deque(elements, maxlen=value.maxlen) if type(value) is deque else type(value)(elements)
     return _SKIP

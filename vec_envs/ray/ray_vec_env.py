@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from vec_envs.types import EnvFn
-from vec_envs.workers.worker import Worker
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
+
+if TYPE_CHECKING:  # imports Ray, which only building a RayVecEnv may do
+    from vec_envs.ray.ray_worker import RayWorker
 
 __all__ = ["RayVecEnv", "import_ray", "connect_ray"]
 
@@ -86,17 +88,25 @@ class RayVecEnv(WorkerVecEnv):
             then report ``done=True`` and ``infos[i]["env_restarted"] = True``.
         max_restarts: restarts allowed over the life of the VecEnv before raising.
         copy: return fresh arrays (True) or views valid until the next step (False).
+        batch_size: envs per ``recv`` (None: all). ``send`` makes one remote call per actor
+            for the envs sent to it (envs sent while the actor is busy go in its next call);
+            ``recv`` waits on the calls out with one ``ray.wait``.
 
     Example:
-        >>> venv = RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4)  # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                          # (8, 4)
+        >>> import gymnasium as gym
+        >>> import ray
+        >>> with RayVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
+        >>> ray.shutdown()   # this process started Ray: stop it
     """
+
+    worker_class: type[RayWorker]
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
                  scheduling: str = "spread", timeout: float | None = None, on_error: str = "raise",
-                 max_restarts: int = 10, copy: bool = True) -> None:
+                 max_restarts: int = 10, copy: bool = True, batch_size: int | None = None) -> None:
         if scheduling not in SCHEDULING:
             raise ValueError(f"scheduling must be one of {SCHEDULING}, received {scheduling!r}")
         if num_cpus_per_worker is not None and not num_cpus_per_worker >= 0:
@@ -113,7 +123,7 @@ class RayVecEnv(WorkerVecEnv):
             self._connect()
             in_series = resolve_in_series("auto", len(env_fns), int(self._ray.cluster_resources().get("CPU", 0)))
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout,
-                         on_error=on_error, max_restarts=max_restarts)
+                         on_error=on_error, max_restarts=max_restarts, batch_size=batch_size)
 
     def _connect(self) -> None:
         self.started_ray = connect_ray(self.address) or self.started_ray
@@ -146,6 +156,6 @@ class RayVecEnv(WorkerVecEnv):
         """New actors get at least ``ACTOR_START_TIMEOUT_S``: starting one takes seconds."""
         return None if self.timeout is None else max(self.timeout, ACTOR_START_TIMEOUT_S)
 
-    def _start_worker(self, index: int, first: int, stop: int) -> Worker:
+    def _start_worker(self, index: int, first: int, stop: int) -> RayWorker:
         self._connect()
         return self.worker_class(index, self._env_fns[first:stop], first, stop, self._actor_options())

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import cloudpickle
 import numpy as np
 import ray
 from ray.exceptions import RayError, RayTaskError
 
+from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import EnvFn
+from vec_envs.workers.protocol import Command, Outcome, SliceServer, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
-from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
-__all__ = ["SliceActor", "RayWorker"]
+__all__ = ["RayWorker", "SliceActor"]
 
 
 class SliceActor:
@@ -39,10 +41,10 @@ class SliceActor:
         else:
             self.server = SliceServer(env_fns, first_index)
 
-    def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
+    def handle(self, command: int, payload: Any) -> Outcome:
         """One command of the worker protocol; always replies."""
         if self.server is None:
-            return (True, None) if command == Command.CLOSE else (False, self.failure)
+            return Outcome(True, None) if command == Command.CLOSE else Outcome(False, self.failure)
         return self.server.handle(command, payload)
 
     def where(self) -> tuple[str, int]:
@@ -53,15 +55,15 @@ class SliceActor:
 _RemoteSliceActor = ray.remote(SliceActor)
 
 
+def _writable_leaf(leaf: Any) -> Any:
+    if isinstance(leaf, np.ndarray) and not leaf.flags.writeable:
+        return leaf.copy()
+    return leaf
+
+
 def writable(value: Any) -> Any:
     """``value`` with every read-only array (Ray's zero-copy views) replaced by a copy."""
-    if isinstance(value, np.ndarray):
-        return value if value.flags.writeable else value.copy()
-    if type(value) is dict:
-        return {k: writable(v) for k, v in value.items()}
-    if type(value) in (list, tuple):
-        return type(value)(writable(v) for v in value)
-    return value
+    return map_leaves(_writable_leaf, value, into_lists=True)
 
 
 def describe_death(exc: RayError) -> str:
@@ -85,8 +87,21 @@ class RayWorker(Worker):
         options: ``ActorClass.options(...)`` keywords (num_cpus, resources, scheduling).
 
     Example:
-        >>> w = RayWorker(0, env_fns, 0, 4, {"num_cpus": 0.5})   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); RayWorker.wait([w], None); w.recv()
+        >>> import gymnasium as gym
+        >>> from vec_envs.ray.ray_vec_env import connect_ray
+        >>> connect_ray(None)   # a Ray runtime of this process's own
+        True
+        >>> w = RayWorker(0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2, {"num_cpus": 0.5})
+        >>> w.send(Command.GET_SPACES, None)
+        >>> RayWorker.wait([w], None) == [w]
+        True
+        >>> ok, (observation_space, action_space) = w.recv()
+        >>> ok, action_space
+        (True, Discrete(2))
+        >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv()
+        Outcome(ok=True, value=None)
+        >>> w.shutdown(timeout=10)
+        >>> ray.shutdown()
     """
 
     def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int,
@@ -102,18 +117,20 @@ class RayWorker(Worker):
         self._command = command
         self._ref = self.actor.handle.remote(int(command), payload)
 
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         ref, self._ref = self._ref, None
+        if ref is None:
+            raise RuntimeError(f"RayWorker {self.index}: recv() without a command sent")
         try:
             return writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
             summary = str(exc).strip().splitlines()[-1]
-            return False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str)
+            return Outcome(False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str))
         except RayError as exc:  # the actor process, its node or the object is gone
             raise WorkerDied(describe_death(exc)) from exc
 
     @classmethod
-    def wait(cls, workers: Sequence["RayWorker"], timeout: float | None) -> list["RayWorker"]:
+    def wait(cls, workers: Sequence[RayWorker], timeout: float | None) -> list[RayWorker]:
         by_ref = {w._ref: w for w in workers}
         ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
         return [by_ref[ref] for ref in ready]

@@ -22,6 +22,7 @@ def _x_display_reachable(display: str) -> bool:
     number = rest.split(".")[0]
     if not number.isdigit():
         return False
+    address: str | tuple[str, int]
     if host in ("", "unix"):
         path = f"/tmp/.X11-unix/X{number}"
         family, address = socket.AF_UNIX, path
@@ -53,9 +54,13 @@ class OpenCVViewer:
     """A single ``cv2.imshow`` window, reused across calls, closed by ``close()``.
 
     Example:
-        >>> viewer = OpenCVViewer("my envs")            # doctest: +SKIP
-        >>> viewer.imshow(tile_images(venv.get_images()))  # RGB in, shown at 1:1
-        >>> viewer.close()
+        >>> from vec_envs.rendering.tile_images import tile_images
+        >>> try:
+        ...     viewer = OpenCVViewer("my envs")
+        ...     viewer.imshow(tile_images([np.zeros((32, 32, 3), np.uint8)] * 4))  # RGB in, shown at 1:1
+        ...     viewer.close()
+        ... except VecEnvError as err:  # no X display here: the error says what to do
+        ...     assert "rgb_array" in str(err)
     """
 
     def __init__(self, title: str) -> None:

@@ -6,95 +6,101 @@ depth. A space with no fixed size (Text, Graph, Sequence, ...) is batched as a p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.spaces.checks import cast_exactly
+from vec_envs.spaces.nested import FIXED_SIZE_LEAVES, is_fixed_size, iter_leaves, map_leaves, path_text
 from vec_envs.types import VecEnvObs
 
 __all__ = [
     "BatchBuffers",
-    "is_fixed_size",
-    "iter_leaves",
+    "ObservationError",
+    "is_fixed_size",  # defined in nested.py, re-exported for the importers of this module
+    "iter_leaves",  # idem
+    "batch_of_one",
     "create_batch",
     "make_writer",
     "get_row",
     "copy_obs",
     "slice_batch",
+    "take_rows",
     "write_rows",
 ]
 
-_LEAVES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+class ObservationError(ValueError):
+    """An observation that does not fit its space (shape, structure, or a value its dtype cannot hold)."""
+
+
 Allocate = Callable[[tuple, np.dtype], np.ndarray]
 
 
-def is_fixed_size(space: spaces.Space) -> bool:
-    """True when every observation of ``space`` fits one fixed-shape NumPy array per leaf."""
-    if isinstance(space, spaces.Dict):
-        return all(is_fixed_size(s) for s in space.spaces.values())
-    if isinstance(space, spaces.Tuple):
-        return all(is_fixed_size(s) for s in space.spaces)
-    return isinstance(space, _LEAVES)
-
-
-def iter_leaves(space: spaces.Space, path: tuple = ()) -> Iterator[tuple[tuple, spaces.Space]]:
-    """Yield ``(path, leaf_space)`` for every leaf, in a fixed order (Dict keys as stored)."""
-    if isinstance(space, spaces.Dict):
-        for key, sub in space.spaces.items():
-            yield from iter_leaves(sub, path + (key,))
-    elif isinstance(space, spaces.Tuple):
-        for i, sub in enumerate(space.spaces):
-            yield from iter_leaves(sub, path + (i,))
-    else:
-        yield path, space
+def leaf_shape(space: spaces.Space) -> tuple[int, ...]:
+    """The shape of a fixed-size leaf space (Box, Discrete, MultiDiscrete, MultiBinary)."""
+    if space.shape is None:
+        raise ValueError(f"{space} has no fixed shape: it is not a fixed-size leaf space")
+    return space.shape
 
 
 def create_batch(space: spaces.Space, n: int, allocate: Allocate | None = None) -> VecEnvObs:
     """Buffers for ``n`` observations of ``space``; ``allocate(shape, dtype)`` makes each leaf."""
-    allocate = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
-    if isinstance(space, spaces.Dict):
-        return {k: create_batch(s, n, allocate) for k, s in space.spaces.items()}
-    if isinstance(space, spaces.Tuple):
-        return tuple(create_batch(s, n, allocate) for s in space.spaces)
-    if isinstance(space, _LEAVES):
-        return allocate((n, *space.shape), np.dtype(space.dtype))
-    return [None] * n
+    alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
 
-
-def _path_text(path: tuple) -> str:
-    return "".join(f"[{p!r}]" for p in path)
+    def leaf_batch(leaf: spaces.Space) -> Any:
+        if isinstance(leaf, FIXED_SIZE_LEAVES):
+            return alloc((n, *leaf_shape(leaf)), np.dtype(leaf.dtype))
+        return [None] * n
+    return map_leaves(leaf_batch, space)
 
 
 def _leaf_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
-    if not isinstance(space, _LEAVES):
+    if not isinstance(space, FIXED_SIZE_LEAVES):
         def write_any(i: int, obs: Any) -> None:
             batch[i] = obs
         return write_any
-    shape = tuple(space.shape)
+    shape, dtype = leaf_shape(space), np.dtype(space.dtype)
 
     def write(i: int, obs: Any) -> None:
-        got = obs.shape if isinstance(obs, np.ndarray) else np.shape(obs)
+        if type(obs) is np.ndarray and obs.shape == shape and (obs.dtype is dtype or obs.dtype == dtype):
+            batch[i] = obs  # the usual case: nothing to check or cast
+            return
+        got = _shape(obs)
         if got != shape:
-            raise ValueError(
-                f"observation{_path_text(path)} has shape {got}, but the observation "
+            raise ObservationError(
+                f"observation{path_text(path)} has shape {got}, but the observation "
                 f"space {space} expects shape {shape}"
             )
-        batch[i] = obs
+        try:
+            batch[i] = cast_exactly(obs, dtype)
+        except ValueError as exc:
+            raise ObservationError(f"observation{path_text(path)}: {exc} (observation space {space})") from None
     return write
 
 
-def _container_writer(space: spaces.Space, batch: Any, path: tuple) -> Callable[[int, Any], None]:
-    keys = list(space.spaces.keys()) if isinstance(space, spaces.Dict) else list(range(len(space.spaces)))
-    writers = [make_writer(space[k], batch[k], path + (k,)) for k in keys]
+def _shape(obs: Any) -> tuple | None:
+    if isinstance(obs, np.ndarray):
+        return obs.shape
+    try:
+        return np.shape(obs)
+    except ValueError:  # ragged nested lists
+        return None
+
+
+def _container_writer(space: spaces.Dict | spaces.Tuple, batch: Any, path: tuple) -> Callable[[int, Any], None]:
+    subspaces = dict(space.spaces) if isinstance(space, spaces.Dict) else dict(enumerate(space.spaces))
+    keys = list(subspaces)
+    writers = [make_writer(sub, batch[k], path + (k,)) for k, sub in subspaces.items()]
     kind = "dict" if isinstance(space, spaces.Dict) else "tuple"
 
     def write(i: int, obs: Any) -> None:
         try:
             parts = [obs[k] for k in keys]
         except (KeyError, IndexError, TypeError):
-            raise ValueError(
-                f"observation{_path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
+            raise ObservationError(
+                f"observation{path_text(path)} is {type(obs).__name__} {_short(obs)}, but the "
                 f"observation space expects a {kind} with keys {keys}"
             ) from None
         for writer, part in zip(writers, parts):
@@ -112,46 +118,44 @@ def make_writer(space: spaces.Space, batch: Any, path: tuple = ()) -> Callable[[
 
     The observation's shape is checked against the space (a wrong shape raises
     ``ValueError`` naming both shapes, never a silent broadcast); the dtype is cast to
-    the space's.
+    the space's, and a value that dtype cannot hold (300 for uint8) raises ``ValueError``
+    naming the value and the dtype, never wraps around.
     """
     if isinstance(space, (spaces.Dict, spaces.Tuple)):
         return _container_writer(space, batch, path)
     return _leaf_writer(space, batch, path)
 
 
-def _map(fn: Callable[[Any], Any], batch: Any) -> Any:
-    if isinstance(batch, dict):
-        return {k: _map(fn, v) for k, v in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_map(fn, v) for v in batch)
-    return fn(batch)
-
-
 def get_row(batch: VecEnvObs, i: int) -> Any:
     """The observation of env ``i`` (views into ``batch`` for array leaves)."""
-    return _map(lambda leaf: leaf[i], batch)
+    return map_leaves(lambda leaf: leaf[i], batch)
 
 
 def copy_obs(obs: Any) -> Any:
     """A copy of a (batched or single) observation: ``np.copy`` per array leaf."""
-    return _map(lambda leaf: leaf.copy() if isinstance(leaf, (np.ndarray, list)) else leaf, obs)
+    return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, (np.ndarray, list)) else leaf, obs)
 
 
 def slice_batch(batch: VecEnvObs, start: int, stop: int) -> VecEnvObs:
     """Rows ``start:stop`` of every leaf (views for arrays)."""
-    return _map(lambda leaf: leaf[start:stop], batch)
+    return map_leaves(lambda leaf: leaf[start:stop], batch)
 
 
-def write_rows(batch: VecEnvObs, start: int, rows: VecEnvObs) -> None:
-    """Copy the batch ``rows`` into ``batch`` from row ``start`` on, leaf by leaf."""
-    if isinstance(batch, dict):
-        for key, leaf in batch.items():
-            write_rows(leaf, start, rows[key])
-    elif isinstance(batch, tuple):
-        for leaf, part in zip(batch, rows):
-            write_rows(leaf, start, part)
-    else:
-        batch[start:start + len(rows)] = rows
+def take_rows(batch: VecEnvObs, indices: np.ndarray) -> VecEnvObs:
+    """Rows ``indices`` of every leaf, in that order (copies; a list for list leaves)."""
+    return map_leaves(lambda leaf: [leaf[i] for i in indices] if isinstance(leaf, list) else leaf[indices], batch)
+
+
+def write_rows(batch: VecEnvObs, start: int, rows: Any) -> None:
+    """Copy the batch ``rows`` (shaped as ``batch``) into ``batch`` from row ``start`` on, leaf by leaf."""
+    def write(leaf: Any, part: Any) -> None:
+        leaf[start:start + len(part)] = part
+    map_leaves(write, batch, rows)
+
+
+def batch_of_one(obs: Any) -> Any:
+    """A batch holding the one observation ``obs`` (each leaf gains a leading axis of 1)."""
+    return map_leaves(lambda leaf: np.asarray(leaf)[None], obs)
 
 
 @dataclass
@@ -163,13 +167,13 @@ class BatchBuffers:
     dones: np.ndarray
 
     @classmethod
-    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> "BatchBuffers":
+    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> BatchBuffers:
         """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array)."""
         alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
         return cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
                    alloc((n,), np.dtype(np.bool_)))
 
-    def view(self, start: int, stop: int) -> "BatchBuffers":
+    def view(self, start: int, stop: int) -> BatchBuffers:
         """The buffers of envs ``start:stop`` (views into these)."""
         return BatchBuffers(slice_batch(self.obs, start, stop),
                             self.rewards[start:stop], self.dones[start:stop])

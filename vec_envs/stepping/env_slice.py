@@ -3,8 +3,10 @@
 It is the one place where envs are stepped: DummyVecEnv holds one slice with every env,
 each worker of SubprocVecEnv / RayVecEnv holds one slice of the batch. A slice writes
 observations, rewards and dones into ``BatchBuffers`` (local arrays, or views of shared
-memory) and returns only the infos. Any env exception leaves as ``EnvCallFailed`` naming
-the env's global index and the method, with the env's exception chained.
+memory) and returns only the infos. What an env returns is checked here, once for every
+backend (``env_output``: reward, flags, info; ``batching``: the observation's shape and
+dtype). Any env exception, and any such check that fails, leaves as ``EnvCallFailed``
+naming the env's global index and the method, with the exception chained.
 """
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from vec_envs.spaces.batching import BatchBuffers, copy_obs, get_row, make_writer
+from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, get_row, make_writer
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
+from vec_envs.stepping.env_output import check_reset_result, check_step_result
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
@@ -49,29 +52,32 @@ def is_wrapped(env: Any, wrapper_class: type) -> bool:
 BatchStepResult = tuple[Any, float, bool, bool, Info]
 
 
-def _repeat_step(env: Any, action: Any, dt: int) -> tuple[Any, float, bool, bool, Info]:
+def _repeat_step(env: Any, action: Any, dt: int, index: int) -> tuple[Any, float, bool, bool, Info]:
     """Apply ``action`` up to ``dt`` times, stopping at the episode's end; rewards summed."""
     total = 0.0
     for _ in range(dt):
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, reward, terminated, truncated, info = check_step_result(env.step(action), index)
         total += float(reward)
         if terminated or truncated:
             break
-    return obs, total, bool(terminated), bool(truncated), info
+    return obs, total, terminated, truncated, info
 
 
 class EnvSlice:
     """Envs ``first_index, first_index + 1, ...`` stepped in series into shared buffers.
 
     Example:
-        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)   # doctest: +SKIP
+        >>> import gymnasium as gym
+        >>> s = EnvSlice([lambda: gym.make("CartPole-v1")] * 2)
         >>> infos = s.reset([0, 1]); s.buffers.obs.shape
         (2, 4)
+        >>> s.close()
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int = 0) -> None:
         self.first_index = first_index
-        self.envs = [self._call(k, "__init__", lambda fn=fn: as_gymnasium_env(fn()))
+        self._running: Any = None  # where to say which env runs (see track_running)
+        self.envs = [self._call(k, "__init__", lambda: as_gymnasium_env(fn()))
                      for k, fn in enumerate(env_fns)]
         self.observation_space = self.envs[0].observation_space
         self.action_space = self.envs[0].action_space
@@ -82,11 +88,25 @@ class EnvSlice:
     def __len__(self) -> int:
         return len(self.envs)
 
+    def track_running(self, slot: Any) -> None:
+        """Keep ``slot[0]`` = 1 + the global index of the env being called, 0 between calls.
+
+        ``slot`` is a writable int view in shared memory: should the process die inside
+        an env, the parent reads there which env it was running.
+        """
+        self._running = slot
+
     def _call(self, k: int, method: str, fn: Callable[[], Any]) -> Any:
+        running = self._running
+        if running is not None:
+            running[0] = self.first_index + k + 1
         try:
             return fn()
         except Exception as exc:
             raise EnvCallFailed(self.first_index + k, method) from exc
+        finally:
+            if running is not None:
+                running[0] = 0
 
     def _check_spaces_agree(self) -> None:
         for k, env in enumerate(self.envs[1:], start=1):
@@ -100,57 +120,82 @@ class EnvSlice:
     def attach(self, buffers: BatchBuffers) -> None:
         """Write results into ``buffers`` (rows 0..len-1 are this slice's envs)."""
         self.buffers = buffers
-        self._write = make_writer(self.observation_space, buffers.obs)
+        self._write_row = make_writer(self.observation_space, buffers.obs)
+
+    def _write(self, k: int, obs: Any, method: str) -> None:
+        """Store env ``k``'s observation; a wrong one names the env and the method."""
+        try:
+            self._write_row(k, obs)
+        except ObservationError as exc:
+            raise self._named(exc, k, method) from None
+
+    def _named(self, exc: ObservationError, k: int, method: str) -> ObservationError:
+        return ObservationError(f"env {self.first_index + k} returned from {method}(): {exc}")
+
+    def _reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> None:
+        env, index = self.envs[k], self.first_index + k
+        obs, info = self._call(k, "reset", lambda: check_reset_result(env.reset(seed=seed, options=options), index))
+        self._call(k, "reset", lambda: self._write(k, obs, "reset"))
+        self.reset_infos[k] = info
 
     def reset(self, seeds: Sequence[int | None] | None = None, options: dict | None = None) -> list[Info]:
         """Reset every env (env k with ``seeds[k]``); returns the reset infos."""
-        for k, env in enumerate(self.envs):
-            seed = None if seeds is None else seeds[k]
-            obs, info = self._call(k, "reset", lambda: env.reset(seed=seed, options=options))
-            self._call(k, "reset", lambda: self._write(k, obs))
-            self.reset_infos[k] = info
+        for k in range(len(self.envs)):
+            self._reset_env(k, None if seeds is None else seeds[k], options)
         return self.reset_infos
 
     def reset_one(self, k: int, seed: int | None = None) -> Any:
         """Reset env ``k`` of this slice alone; returns its observation (a copy)."""
-        obs, info = self._call(k, "reset", lambda: self.envs[k].reset(seed=seed))
-        self._call(k, "reset", lambda: self._write(k, obs))
-        self.reset_infos[k] = info
+        self.reset_env(k, seed)
         return copy_obs(get_row(self.buffers.obs, k))
+
+    def reset_env(self, k: int, seed: int | None = None) -> Info:
+        """Reset env ``k`` into its row (reward 0, done False there); returns its reset info."""
+        self._reset_env(k, seed)
+        self.buffers.rewards[k] = 0.0
+        self.buffers.dones[k] = False
+        return self.reset_infos[k]
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
         """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
-        rewards, dones, write = self.buffers.rewards, self.buffers.dones, self._write
-        infos = []
-        for k, env in enumerate(self.envs):
-            try:
-                obs, reward, terminated, truncated, info = env.step(actions[k])
-                write(k, obs)
-            except Exception as exc:
-                raise EnvCallFailed(self.first_index + k, "step") from exc
-            rewards[k] = reward
-            done = dones[k] = terminated or truncated
-            if done:
-                info = self._auto_reset(k, info, bool(truncated and not terminated))
-            infos.append(info)
-        return infos
+        step_env = self.step_env
+        return [step_env(k, actions[k]) for k in range(len(self.envs))]
+
+    def step_env(self, k: int, action: Any) -> Info:
+        """Step env ``k`` into its row; if its episode ended, reset it at once. Its info."""
+        index, running = self.first_index + k, self._running
+        if running is not None:
+            running[0] = index + 1
+        try:
+            obs, reward, terminated, truncated, info = check_step_result(self.envs[k].step(action), index)
+            self._write_row(k, obs)
+        except ObservationError as exc:
+            raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
+        except Exception as exc:
+            raise EnvCallFailed(index, "step") from exc
+        self.buffers.rewards[k] = reward
+        done = self.buffers.dones[k] = terminated or truncated
+        if done:
+            info = self._auto_reset(k, info, truncated and not terminated)
+        if running is not None:
+            running[0] = 0
+        return info
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
         info = dict(info)
         info["terminal_observation"] = copy_obs(get_row(self.buffers.obs, k))
         info["TimeLimit.truncated"] = time_limit_truncated
-        obs, self.reset_infos[k] = self._call(k, "reset", self.envs[k].reset)
-        self._call(k, "reset", lambda: self._write(k, obs))
+        self._reset_env(k)
         return info
 
     def get_attr(self, name: str, ks: Sequence[int]) -> list[Any]:
-        return [self._call(k, "get_attr", lambda k=k: env_attr(self.envs[k], name)) for k in ks]
+        return [self._call(k, "get_attr", lambda: env_attr(self.envs[k], name)) for k in ks]
 
     def set_attr(self, name: str, value: Any, ks: Sequence[int]) -> list[None]:
-        return [self._call(k, "set_attr", lambda k=k: set_env_attr(self.envs[k], name, value)) for k in ks]
+        return [self._call(k, "set_attr", lambda: set_env_attr(self.envs[k], name, value)) for k in ks]
 
     def env_method(self, name: str, args: tuple, kwargs: dict, ks: Sequence[int]) -> list[Any]:
-        return [self._call(k, name, lambda k=k: env_attr(self.envs[k], name)(*args, **kwargs))
+        return [self._call(k, name, lambda: env_attr(self.envs[k], name)(*args, **kwargs))
                 for k in ks]
 
     def env_is_wrapped(self, wrapper_class: type, ks: Sequence[int]) -> list[bool]:
@@ -158,7 +203,7 @@ class EnvSlice:
 
     def get_states(self, ks: Sequence[int]) -> list[Any]:
         """A snapshot of each env ``k`` in ``ks`` (see ``vec_envs.planning.env_state``)."""
-        return [self._call(k, "get_state", lambda k=k: get_env_state(self.envs[k], self.first_index + k))
+        return [self._call(k, "get_state", lambda: get_env_state(self.envs[k], self.first_index + k))
                 for k in ks]
 
     def set_states(self, states: Sequence[Any], ks: Sequence[int]) -> None:
@@ -181,13 +226,13 @@ class EnvSlice:
         env, index = self.envs[k], self.first_index + k
         if state is not None:
             self._call(k, "set_state", lambda: set_env_state(env, state, index))
-        obs, reward, terminated, truncated, info = self._call(k, "step", lambda: _repeat_step(env, action, dt))
-        self._call(k, "step", lambda: self._write(k, obs))
+        obs, reward, terminated, truncated, info = self._call(k, "step", lambda: _repeat_step(env, action, dt, index))
+        self._call(k, "step", lambda: self._write(k, obs, "step"))
         new_state = self._call(k, "get_state", lambda: get_env_state(env, index)) if return_state else None
         return new_state, reward, terminated, truncated, info
 
     def get_images(self) -> list[np.ndarray]:
-        return [self._call(k, "render", lambda k=k: self._image(k)) for k in range(len(self.envs))]
+        return [self._call(k, "render", lambda: self._image(k)) for k in range(len(self.envs))]
 
     def _image(self, k: int) -> np.ndarray:
         env = self.envs[k]

@@ -40,8 +40,22 @@ class OldGymAdapter(gym.Env):
     """Presents an old-gym-API env as a gymnasium env.
 
     Example:
-        >>> env = OldGymAdapter(my_old_env)        # doctest: +SKIP
-        >>> obs, info = env.reset(seed=0)            # calls my_old_env.seed(0), reset()
+        >>> import gymnasium as gym
+        >>> class OldCartPole:  # the old API: seed(), reset() -> obs, step() -> 4-tuple
+        ...     def __init__(self):
+        ...         self.env = gym.make("CartPole-v1")
+        ...         self.observation_space, self.action_space = self.env.observation_space, self.env.action_space
+        ...     def seed(self, seed):
+        ...         self.seed_value = seed
+        ...     def reset(self):
+        ...         return self.env.reset(seed=self.seed_value)[0]
+        ...     def step(self, action):
+        ...         obs, reward, terminated, truncated, info = self.env.step(action)
+        ...         return obs, reward, terminated or truncated, info
+        >>> env = OldGymAdapter(OldCartPole())
+        >>> obs, info = env.reset(seed=0)            # calls seed(0), then reset()
+        >>> obs.shape, len(env.step(0))
+        ((4,), 5)
     """
 
     def __init__(self, env: Any) -> None:

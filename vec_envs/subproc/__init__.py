@@ -1,1 +1,2 @@
-"""The subprocess transport: SubprocVecEnv, its worker process, doorbells and spin-waiting."""
+"""The subprocess transport: SubprocVecEnv, its worker process and slice server (shared
+memory, doorbells) and spin-waiting."""

@@ -4,9 +4,9 @@ A process sleeping in ``poll``/``select`` takes ~50-100 us to wake up when a mes
 arrives (far more than a CartPole batch takes to step); a process polling in a loop sees
 it within ~1 us. So each side polls for a while before it sleeps: 1.5x the usual wait,
 or the usual wait plus four times its usual deviation if that is longer (as TCP sets its
-retransmission timeout), never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget at the mean alone misses every
-wait that runs a little long, and each miss costs a wake-up (a worker past its budget
-sleeps until the parent's next command comes through its pipe). Nobody spins when
+retransmission timeout), never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget
+at the mean alone misses every wait that runs a little long, and each miss costs a wake-up
+(a worker past its budget sleeps until the parent's next command comes through its pipe). Nobody spins when
 the processes outnumber the CPUs, and a spinning process yields its CPU at every turn,
 so it never starves a process it shares a core with.
 """
@@ -29,9 +29,12 @@ class Spin:
     """How long to poll before sleeping, learnt from the waits seen so far.
 
     Example:
+        >>> import time
         >>> spin = Spin(enabled=True)
-        >>> arrived = spin_until(lambda: poller.poll(0), spin.budget())   # doctest: +SKIP
-        >>> spin.record(waited_seconds)                                    # doctest: +SKIP
+        >>> start = time.perf_counter()
+        >>> spin_until(lambda: time.perf_counter() - start > 1e-4, spin.budget())  # a reply "arrives"
+        True
+        >>> spin.record(time.perf_counter() - start)   # how long it took: the next budget adapts
     """
 
     def __init__(self, enabled: bool) -> None:

@@ -2,17 +2,27 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from typing import Sequence
+from collections.abc import Sequence
 
-from vec_envs.subproc import doorbell
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
-from vec_envs.subproc.doorbell import Doorbell
-from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.spaces.shared_memory import SharedBuffers
+from vec_envs.arguments import check_timeout
+from vec_envs.subproc import doorbell
+from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.env_slots import EnvSlots
+from vec_envs.subproc.main_guard import check_main_guard
+from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
+from vec_envs.subproc.shared_slice_server import AttachSharedRequest
+from vec_envs.subproc.slotted_batches import SlottedBatches
 from vec_envs.subproc.subproc_worker import SubprocWorker
 from vec_envs.types import EnvFn
+from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
-from vec_envs.workers.worker_vec_env import WorkerVecEnv, available_cpus, resolve_in_series
+from vec_envs.workers.worker_vec_env import (
+    WorkerVecEnv,
+    available_cpus,
+    resolve_in_series,
+)
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
 
@@ -45,7 +55,12 @@ class SubprocVecEnv(WorkerVecEnv):
         step_in_parent: the parent steps the last slice itself while the workers step
             theirs (one process per core, none idle). Default: on for
             ``in_series="auto"`` without a timeout (an env stepped in the parent cannot be
-            interrupted by one).
+            interrupted by one) and without a ``batch_size`` below ``num_envs`` (the parent's
+            time then goes to the agent).
+        batch_size: envs per ``recv`` (None: all). Each worker steps an env as soon as its
+            action arrives and reports it as soon as it is done, so ``recv`` returns the
+            first ``batch_size`` envs to finish while the others keep stepping (with shared
+            memory: one sequence number per env, no pipe message unless an env has infos).
 
     While there are no more processes than CPUs, each side polls for the other's message
     a little longer than it usually waits (0.2-2 ms) before sleeping, which saves the
@@ -53,30 +68,36 @@ class SubprocVecEnv(WorkerVecEnv):
     (see ``spin_wait.py``).
 
     Example:
-        >>> venv = SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 64)   # doctest: +SKIP
-        >>> with venv:
-        ...     obs = venv.reset()                                     # (64, 4)
+        >>> import gymnasium as gym
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...     venv.reset().shape
+        (8, 4)
     """
 
     worker_class = SubprocWorker
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
-                 on_error: str = "raise", max_restarts: int = 10, step_in_parent: bool | None = None) -> None:
+                 on_error: str = "raise", max_restarts: int = 10, step_in_parent: bool | None = None,
+                 batch_size: int | None = None) -> None:
+        timeout = check_timeout(timeout)  # read below, before WorkerVecEnv checks the rest
         method = context or default_start_method()
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
+        check_main_guard(method)
         self._ctx = mp.get_context(method)
         if method == "forkserver":
             self._ctx.set_forkserver_preload(["vec_envs.subproc.subproc_worker"])
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
+        self._env_slots: EnvSlots | None = None
         if step_in_parent is None:
-            step_in_parent = in_series == "auto" and timeout is None and resolve_in_series("auto", len(env_fns)) < len(env_fns)
+            step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
+                              and resolve_in_series("auto", len(env_fns)) < len(env_fns))
         processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) + (not step_in_parent)
         self._spin = processes <= available_cpus()
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
-                         max_restarts=max_restarts, step_in_parent=step_in_parent)
+                         max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size)
 
     def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
         with clear_mpi_env_vars():
@@ -86,20 +107,44 @@ class SubprocVecEnv(WorkerVecEnv):
         if not (self.shared_memory and is_fixed_size(self.observation_space)):
             return super()._make_buffers()
         doorbells = len(self.workers) if self._spin and doorbell.supported() else 0
-        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, doorbells)
+        slot_workers = len(self.workers) if doorbell.supported() else 0  # same ordering needs
+        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, doorbells,
+                                     slot_workers)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
         return self._shared.buffers
 
+    @property
+    def _slots(self) -> EnvSlots | None:
+        """Per-env sequence numbers for recv/send, when actions and results are all shared."""
+        shared = self._shared
+        if shared is None or shared.slots is None or shared.actions is None:
+            return None
+        if self._env_slots is None:
+            self._env_slots = EnvSlots(*shared.slots)
+        return self._env_slots
+
+    def _drop_views(self) -> None:
+        super()._drop_views()
+        self._env_slots = None
+
+    def _make_async_batches(self) -> AsyncBatches:
+        slots = self._slots
+        if slots is None or self._shared is None or self._shared.actions is None:
+            return super()._make_async_batches()
+        return SlottedBatches(self, slots, self._shared.actions, self._spin)
+
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
         worker, shared = self.workers[w], self._shared
-        if shared is None or worker.is_local:
+        if shared is None or not isinstance(worker, SubprocWorker):  # the parent's own slice
             return
         if shared.doorbells is not None:
             Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0
-        self._send(w, Command.ATTACH_SHARED, (shared.space, shared.action_space, shared.n, worker.first_index,
-                                              shared.size, shared.num_doorbells, w, shared.fd))
-        self._results(self._gather([w], self.timeout, "__init__"), "__init__")
-        if shared.doorbells is not None and shared.actions is not None:
+        if self._slots is not None:
+            self._slots.restart(w, worker.first_index, worker.stop)
+        request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index,
+                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers)
+        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
+        if shared.doorbells is not None and shared.actions is not None and isinstance(worker, SubprocWorker):
             worker.bell = Doorbell(shared.doorbells[w])

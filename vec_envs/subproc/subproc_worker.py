@@ -10,22 +10,32 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
-from multiprocessing.reduction import recv_handle, send_handle
-from typing import Any, Iterator, Sequence
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.doorbell import Doorbell
+from vec_envs.subproc.env_slots import WorkerSlots
+from vec_envs.subproc.shared_slice_server import (
+    SharedSliceServer,
+    receive_attach,
+    send_attach,
+)
 from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, ResetReply, StepReply, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
-from vec_envs.workers.protocol import Command, SliceServer, WorkerFailure
 
-__all__ = ["SubprocWorker", "worker_main"]
+__all__ = ["SubprocWorker", "describe_exit", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that its parent still lives
 NAP_MIN_S, WORKER_NAP_MAX_S, PARENT_NAP_MAX_S = 100e-6, 5e-3, 200e-6  # dozing between doorbell looks
 PIPE = -1  # "a command came through the pipe" (doorbell requests are numbered from 1;
 PARENT_GONE = -2  # every event is non-zero, so spin_until takes each as found)
+STEPPED_QUIETLY = Outcome(True, EMPTY_STEP_REPLY)  # a doorbell step answered with nothing to say
+SLOTS = -3  # "envs have new requests in their slots" (asynchronous batches)
+CUT_MID_MESSAGE = "lost its pipe: a Ctrl-C cut a message to or from it in half"
 
 
 def _poller(conn: Connection) -> Any:
@@ -38,43 +48,52 @@ def _poller(conn: Connection) -> Any:
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, bell: Doorbell | None,
-                   last_seq: int) -> int:
-    """Spin, then sleep, until the doorbell rings (its sequence number), a command comes
-    through the pipe (PIPE), or the parent is gone (PARENT_GONE).
+                   last_seq: int, slots: WorkerSlots | None = None) -> int:
+    """Spin, then sleep, until the doorbell rings (its sequence number), envs have new
+    requests (SLOTS), a command comes through the pipe (PIPE), or the parent is gone
+    (PARENT_GONE).
 
     Asleep, the worker says so on its bell, so the parent sends the next step through the
     pipe and wakes it at once; it still looks at the bell between naps in case the two
     crossed (a bell rung just as it fell asleep)."""
     def event() -> int | None:
         seq = bell.requested(last_seq) if bell is not None else 0
+        if not seq and slots is not None and len(slots.pending()):
+            seq = SLOTS
         return seq or (PIPE if poller is None or poller.poll(0) else None)
 
     start = time.perf_counter()
     found = spin_until(event, spin.budget())
-    if found is None and bell is not None:
-        bell.set_sleeping(True)  # from now on the parent sends through the pipe
+    if found is None:
+        _set_sleeping(bell, slots, True)  # from now on the parent wakes it through the pipe
         found = event()
     nap = NAP_MIN_S
+    watched = bell is not None or slots is not None
     while found is None:
-        if conn.poll(PARENT_CHECK_S if bell is None else nap):
+        if conn.poll(nap if watched else PARENT_CHECK_S):
             found = PIPE
         elif os.getppid() != parent:
             return PARENT_GONE
         else:
             found, nap = event(), min(2 * nap, WORKER_NAP_MAX_S)
-    if bell is not None:
-        bell.set_sleeping(False)
+    _set_sleeping(bell, slots, False)
     spin.record(time.perf_counter() - start)
     return found
 
 
-def _answer_doorbell(conn: Connection, server: SliceServer, seq: int) -> None:
+def _set_sleeping(bell: Doorbell | None, slots: WorkerSlots | None, asleep: bool) -> None:
+    if bell is not None:
+        bell.set_sleeping(asleep)
+    if slots is not None:
+        slots.set_sleeping(asleep)
+
+
+def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell, seq: int) -> None:
     """Step as the doorbell asks; a pipe message goes only with infos or an error."""
-    ok, result = server.handle(Command.STEP, None)
-    quiet = ok and not result[0] and not result[1]
-    if not quiet:
-        _reply(conn, (ok, result), Command.STEP)
-    server.doorbell.answer(seq, has_message=not quiet)
+    outcome = server.step_for_doorbell()
+    if outcome is not None:
+        _reply(conn, outcome, Command.STEP, server.first_index)
+    bell.answer(seq, has_message=outcome is not None)
 
 
 def _die_with_parent() -> None:
@@ -90,39 +109,73 @@ def _die_with_parent() -> None:
         pass
 
 
-def _reply(conn: Connection, reply: tuple[bool, Any], command: int) -> None:
-    """Send the reply; one that cannot be pickled becomes a failure naming why."""
+def _reply(conn: Connection, outcome: Outcome, command: int, first_index: int) -> None:
+    """Send the outcome; a reply that cannot be pickled becomes a failure naming why."""
     try:
-        conn.send(reply)
+        conn.send(outcome)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        method = Command(command).name.lower()
-        conn.send((False, WorkerFailure.from_exception(exc, f"{method} (sending its result)")))
+        conn.send(Outcome(False, _unpicklable(outcome.value, Command(command).name.lower(), first_index, exc)))
+
+
+def _unpicklable(reply: Any, method: str, first_index: int, exc: Exception) -> WorkerFailure:
+    """Why ``reply`` cannot be pickled: the first env info that cannot, naming the env."""
+    reason = f"{type(exc).__name__}: {exc}"
+    for what, source, infos in _infos_of(reply):
+        for k, info in infos:
+            try:
+                ForkingPickler.dumps(info)
+            except Exception as info_exc:  # whatever pickling raises, this info is the culprit
+                i = first_index + k
+                return WorkerFailure(i, method, f"the {what} env {i} returned from {source}() cannot be pickled to "
+                                                f"reach the parent process ({type(info_exc).__name__}: {info_exc}); "
+                                                "keep infos to picklable values", "")
+    return WorkerFailure(None, method, f"the result of {method}() cannot be pickled to reach the parent process "
+                                       f"({reason}); return picklable values", "")
+
+
+def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
+    """The per-env infos a reply carries: (what, the env method, (k, info) pairs)."""
+    if isinstance(reply, StepReply):
+        return [("info", "step", reply.infos.items()), ("reset info", "reset", reply.reset_infos.items())]
+    if isinstance(reply, ResetReply):
+        return [("reset info", "reset", enumerate(reply.infos))]
+    return []
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin: bool = False) -> None:
-    """Serve commands until CLOSE, or until the parent is gone."""
+                spin: bool = False, running: Any = None) -> None:
+    """Serve commands until CLOSE, or until the parent is gone; keep ``running`` (a shared
+    int) at 1 + the env being called, so the parent can name it should this process die."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since start()
     parent = os.getppid()
     if use_pdeathsig:
         _die_with_parent()
-    server = SliceServer(env_fns.x, first_index)
+    server = SharedSliceServer(env_fns.x, first_index)
+    if running is not None and server.slice is not None:
+        server.slice.track_running(memoryview(running).cast("B").cast("q"))
     poller, spinner, last_seq = _poller(conn), Spin(spin), 0
     try:
         while True:
-            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq)
+            event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq, server.slots)
             if event == PARENT_GONE:
                 return
-            if event != PIPE:
+            if event == SLOTS:
+                server.serve_slots(conn)
+                continue
+            if event != PIPE and server.doorbell is not None:
                 last_seq = event
-                _answer_doorbell(conn, server, event)
+                _answer_doorbell(conn, server, server.doorbell, event)
                 continue
             command, payload = conn.recv()
+            if command in (Command.ASYNC_RESET, Command.WAKE):  # answered per env in the slots
+                if command == Command.ASYNC_RESET:
+                    server.async_reset(conn, payload)
+                continue
             if command == Command.ATTACH_SHARED:
-                payload = (*payload, recv_handle(conn))
-            _reply(conn, server.handle(command, payload), command)
+                payload = receive_attach(conn, payload)
+            _reply(conn, server.handle(command, payload), command, server.first_index)
             if command == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -146,7 +199,8 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None) -> str:
+    """How a worker process ended, from its exit code (None: still running)."""
     if code is None:
         return "is unresponsive"
     if code < 0:
@@ -161,8 +215,15 @@ class SubprocWorker(Worker):
     """A worker process stepping envs ``first_index:stop`` in series.
 
     Example:
-        >>> w = SubprocWorker(mp.get_context("spawn"), 0, env_fns, 0, 4)   # doctest: +SKIP
-        >>> w.send(Command.GET_SPACES, None); w.recv()
+        >>> import gymnasium as gym
+        >>> w = SubprocWorker(mp.get_context("spawn"), 0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2)
+        >>> w.send(Command.GET_SPACES, None); SubprocWorker.wait([w], 60.0) == [w]
+        True
+        >>> w.recv().value.observation_space.shape
+        (4,)
+        >>> w.send(Command.CLOSE, None); SubprocWorker.wait([w], 10.0) and w.recv().ok
+        True
+        >>> w.shutdown(10.0)
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
@@ -173,50 +234,70 @@ class SubprocWorker(Worker):
         self._bell_seq = 0  # the doorbell request awaiting its answer (0: none)
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
+        self._running = ctx.RawValue("q", 0)  # 1 + the env the worker is calling (0: none)
         use_pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
-        self.process = ctx.Process(
+        # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
+        self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
-            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin),
+            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()
         child_conn.close()
 
+    def running_env(self) -> int | None:
+        running = int(self._running.value)
+        return running - 1 if running > 0 else None
+
     def send(self, command: Command, payload: Any) -> None:
         if self.conn.closed:
             raise WorkerDied("was stopped")
+        if self.broken:
+            raise WorkerDied(CUT_MID_MESSAGE)
         if command == Command.STEP and payload is None and self.bell is not None and not self.bell.sleeping():
             self._bell_seq = self.bell.ring()  # actions are in shared memory already
             return
         try:
             if command == Command.ATTACH_SHARED:
-                *rest, fd = payload
-                self.conn.send((int(command), tuple(rest)))
-                send_handle(self.conn, fd, self.process.pid)
+                send_attach(self.conn, payload, self.process.pid)
             else:
                 self.conn.send((int(command), payload))  # a plain int pickles faster than the enum
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             self.process.join(0.5)
-            raise WorkerDied(_describe_exit(self.process.exitcode)) from exc
+            raise WorkerDied(describe_exit(self.process.exitcode)) from exc
+        except BaseException as exc:
+            self.broken = not isinstance(exc, Exception)  # a Ctrl-C mid-message (a pickling error sends nothing)
+            raise
 
-    def recv(self) -> tuple[bool, Any]:
-        if self._bell_seq:
+    def recv(self) -> Outcome:
+        if self._bell_seq and self.bell is not None:
             seq, self._bell_seq = self._bell_seq, 0
             if self.bell.answered(seq) and not self.bell.has_message():
-                return True, ({}, {}, None)  # stepped, nothing to say: all is in shared memory
+                return STEPPED_QUIETLY  # all is in shared memory
             if not self.bell.answered(seq):
                 self.process.join(1.0)
-                raise WorkerDied(_describe_exit(self.process.exitcode))
+                raise WorkerDied(describe_exit(self.process.exitcode))
         try:
             if self._has_message():
                 return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
             pass
+        except BaseException:  # a Ctrl-C mid-message: the rest of it is still in the pipe
+            self.broken = True
+            raise
         self.process.join(1.0)
-        raise WorkerDied(_describe_exit(self.process.exitcode))
+        raise WorkerDied(describe_exit(self.process.exitcode))
+
+    def recv_message(self) -> Any:
+        """The next message through the pipe, waiting for it (WorkerDied if the worker is gone)."""
+        try:
+            return self.conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self.process.join(1.0)
+            raise WorkerDied(describe_exit(self.process.exitcode)) from None
 
     @classmethod
-    def wait(cls, workers: Sequence["SubprocWorker"], timeout: float | None) -> list["SubprocWorker"]:
+    def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:
         start = time.perf_counter()
         budget = max(w.spin.budget() for w in workers)
         ready = spin_until(lambda: [w for w in workers if w._ready()],
@@ -228,7 +309,7 @@ class SubprocWorker(Worker):
         return ready
 
     @staticmethod
-    def _sleep_until_ready(workers: Sequence["SubprocWorker"], deadline: float | None) -> list["SubprocWorker"]:
+    def _sleep_until_ready(workers: Sequence[SubprocWorker], deadline: float | None) -> list[SubprocWorker]:
         """Sleep on pipes and process sentinels; doze and look again while a doorbell is out."""
         by_handle = {}
         for w in workers:
@@ -247,7 +328,7 @@ class SubprocWorker(Worker):
 
     def _ready(self) -> bool:
         """The reply is there: the doorbell was answered, or a message waits in the pipe."""
-        if self._bell_seq:
+        if self._bell_seq and self.bell is not None:
             return self.bell.answered(self._bell_seq)
         return self._has_message()
 
@@ -257,13 +338,15 @@ class SubprocWorker(Worker):
         return bool(self._poller.poll(0))
 
     def shutdown(self, timeout: float) -> None:
+        """Give the process ``timeout`` s to exit (CLOSE was answered), then kill it."""
         if self.conn.closed:
             return
         self.process.join(timeout)
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join(1.0)
         self.kill()
+
+    def forget(self) -> None:
+        mp.process._children.discard(self.process)  # type: ignore[attr-defined]  # see fork_safety
+        self.conn.close()  # this process's copy of the pipe only
 
     def kill(self) -> None:
         if self.conn.closed:

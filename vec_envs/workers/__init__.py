@@ -1,2 +1,3 @@
 """The worker layer every worker backend shares: the Worker interface, the command protocol,
-the parent side (WorkerVecEnv) and the parent's own slice (LocalWorker)."""
+the parent side (WorkerVecEnv, with its Messenger and RestartPolicy) and the parent's own
+slice (LocalWorker)."""

@@ -1,11 +1,12 @@
 """LocalWorker: a slice of envs the parent process steps itself."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vec_envs.types import EnvFn
+from vec_envs.workers.protocol import Command, Outcome, SliceServer
 from vec_envs.workers.worker import Worker
-from vec_envs.workers.protocol import Command, SliceServer
 
 __all__ = ["LocalWorker"]
 
@@ -29,13 +30,18 @@ class LocalWorker(Worker):
     def send(self, command: Command, payload: Any) -> None:
         self._command = (command, payload)
 
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
+        if self._command is None:
+            raise RuntimeError(f"LocalWorker {self.index}: recv() without a command sent")
         command, payload = self._command
         self._command = None
         return self.server.handle(command, payload)
 
+    def cancel(self) -> None:
+        self._command = None  # a Ctrl-C came before it ran: its reply is not wanted any more
+
     @classmethod
-    def wait(cls, workers: Sequence[Worker], timeout: float | None) -> list[Worker]:
+    def wait(cls, workers: Sequence[LocalWorker], timeout: float | None) -> list[LocalWorker]:
         return list(workers)
 
     def shutdown(self, timeout: float) -> None:

@@ -1,30 +1,72 @@
 """The command protocol between a worker VecEnv and its workers, transport-free.
 
 A worker runs one ``SliceServer`` (its slice of envs). The parent sends
-``(Command, payload)``; every command gets exactly one reply: ``(True, result)`` or
-``(False, WorkerFailure)``. Subprocess pipes and Ray actors only carry these messages.
+``(Command, request)``, where the request is the command's typed payload below (or
+None); every command gets exactly one ``Outcome``: ``Outcome(True, reply)`` with the
+command's typed reply, or ``Outcome(False, WorkerFailure)``. Each request and reply type
+is defined here, beside the handler that reads or builds it; subprocess pipes and Ray
+actors only carry these messages, and a transport's own commands (the subprocess
+transport's ``ATTACH_SHARED``) are answered by its own subclass of ``SliceServer``.
+
+Example:
+    >>> import gymnasium as gym
+    >>> server = SliceServer([lambda: gym.make("CartPole-v1")] * 2, first_index=0)
+    >>> outcome = server.handle(Command.RESET, ResetRequest(seeds=[1, 2]))
+    >>> outcome.ok, outcome.value.arrays.obs.shape
+    (True, (2, 4))
+    >>> server.handle(Command.STEP, np.array([0, 1])).value.arrays.dones
+    array([False, False])
+    >>> server.handle(Command.CLOSE, None).ok
+    True
 """
 from __future__ import annotations
 
 import enum
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
 
 from vec_envs.errors import EnvCallFailed
-from vec_envs.stepping.env_slice import EnvSlice
-from vec_envs.subproc.doorbell import Doorbell
-from vec_envs.spaces.shared_memory import map_buffers
-from vec_envs.types import EnvFn
+from vec_envs.spaces.batching import BatchBuffers, take_rows
+from vec_envs.stepping.env_slice import BatchStepResult, EnvSlice
+from vec_envs.types import EnvFn, Info, VecEnvObs
 
-__all__ = ["Command", "WorkerFailure", "SliceServer"]
+__all__ = [
+    "EMPTY_STEP_REPLY",
+    "Arrays",
+    "Command",
+    "EnvIsWrappedRequest",
+    "EnvMethodRequest",
+    "GetAttrRequest",
+    "GetStatesRequest",
+    "Outcome",
+    "ResetOneReply",
+    "ResetOneRequest",
+    "ResetReply",
+    "ResetRequest",
+    "SetAttrRequest",
+    "SetStatesRequest",
+    "SliceServer",
+    "SpacesReply",
+    "StepBatchReply",
+    "StepBatchRequest",
+    "StepEnvsReply",
+    "StepEnvsRequest",
+    "StepReply",
+    "WorkerFailure",
+]
 
 
 class Command(enum.IntEnum):
-    """What the parent asks of a worker."""
+    """What the parent asks of a worker (the numbers travel on the wire)."""
 
     GET_SPACES = 1
-    ATTACH_SHARED = 2
+    ATTACH_SHARED = 2  # subprocess transport only (vec_envs/subproc/shared_slice_server.py)
     RESET = 3
     STEP = 4
     RESET_ONE = 5
@@ -37,6 +79,9 @@ class Command(enum.IntEnum):
     GET_STATES = 12
     SET_STATES = 13
     STEP_BATCH = 14
+    STEP_ENVS = 15  # asynchronous batches: step some envs of the slice
+    ASYNC_RESET = 16  # subprocess transport only: answered per env in shared memory (env_slots.py)
+    WAKE = 17  # subprocess transport only: "new requests in shared memory"; no reply
 
 
 @dataclass
@@ -49,108 +94,260 @@ class WorkerFailure:
     traceback: str
 
     @classmethod
-    def from_exception(cls, exc: BaseException, method: str) -> "WorkerFailure":
+    def from_exception(cls, exc: BaseException, method: str) -> WorkerFailure:
+        """The failure of ``method``; an ``EnvCallFailed`` names the env and its own method."""
         env_index = None
         if isinstance(exc, EnvCallFailed):
             env_index, method = exc.env_index, exc.method
             exc = exc.__cause__ or exc
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        traceback.clear_frames(exc.__traceback__)  # their locals (views of shared memory) go now
         return cls(env_index, method, f"{type(exc).__name__}: {exc}", text)
 
 
+class Outcome(NamedTuple):
+    """The one answer to every command: the command's reply, or why it failed."""
+
+    ok: bool
+    value: Any  # the command's reply if ok, else a WorkerFailure
+
+
+# ------------------------------------------------------------------ requests
+# GET_SPACES, GET_IMAGES and CLOSE carry None; STEP carries the slice's actions, or None
+# when the transport put them where the server reads them (``SliceServer.attach``).
+
+class ResetRequest(NamedTuple):
+    seeds: Sequence[int | None] | None  # one per env of the slice; None: no reseeding
+
+
+class ResetOneRequest(NamedTuple):
+    k: int  # the env's place in the slice
+    seed: int | None
+
+
+class GetAttrRequest(NamedTuple):
+    name: str
+    ks: list[int]
+
+
+class SetAttrRequest(NamedTuple):
+    name: str
+    value: Any
+    ks: list[int]
+
+
+class EnvMethodRequest(NamedTuple):
+    name: str
+    args: tuple
+    kwargs: dict[str, Any]
+    ks: list[int]
+
+
+class EnvIsWrappedRequest(NamedTuple):
+    wrapper_class: type
+    ks: list[int]
+
+
+class GetStatesRequest(NamedTuple):
+    ks: list[int]
+
+
+class SetStatesRequest(NamedTuple):
+    states: list[Any]
+    ks: list[int]
+
+
+class StepBatchRequest(NamedTuple):
+    actions: Any
+    states: Sequence[Any] | None
+    dts: Sequence[int]
+    return_states: bool
+
+
+class StepEnvsRequest(NamedTuple):
+    ks: list[int]  # envs of the slice, in the order of ``actions``
+    actions: Any  # one action per env of ``ks``
+
+
+# ------------------------------------------------------------------- replies
+class Arrays(NamedTuple):
+    """The slice's batch rows, sent only when they are not in memory the parent reads."""
+
+    obs: VecEnvObs
+    rewards: np.ndarray
+    dones: np.ndarray
+
+
+class SpacesReply(NamedTuple):
+    observation_space: spaces.Space
+    action_space: spaces.Space
+
+
+class ResetReply(NamedTuple):
+    infos: list[Info]
+    arrays: Arrays | None
+
+
+class StepReply(NamedTuple):
+    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice."""
+
+    infos: Mapping[int, Info]
+    reset_infos: Mapping[int, Info]  # of the envs that ended and were reset in this step
+    arrays: Arrays | None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.infos and not self.reset_infos and self.arrays is None
+
+
+#: A step with nothing to say: no infos, every array in shared memory (immutable, so shared).
+EMPTY_STEP_REPLY = StepReply(MappingProxyType({}), MappingProxyType({}), None)
+
+
+class StepEnvsReply(NamedTuple):
+    """The envs ``ks`` of a STEP_ENVS request stepped; ``arrays`` holds their rows, in order."""
+
+    infos: dict[int, Info]  # non-empty infos, by env of the slice
+    reset_infos: dict[int, Info]  # of the envs that ended and were reset
+    arrays: Arrays | None
+
+
+class ResetOneReply(NamedTuple):
+    obs: Any
+    info: Info
+
+
+class StepBatchReply(NamedTuple):
+    outcomes: list[BatchStepResult]
+    arrays: Arrays | None
+
+
+# -------------------------------------------------------------------- server
 class SliceServer:
     """Builds a slice of envs and answers the parent's commands about it.
 
-    Example:
-        >>> server = SliceServer(env_fns, first_index=4)          # doctest: +SKIP
-        >>> ok, result = server.handle(Command.RESET, [None] * len(env_fns))
+    ``HANDLERS`` maps each command this server answers to the name of its handler; a
+    transport's subclass adds its own commands there.
     """
+
+    HANDLERS: ClassVar[dict[Command, str]] = {
+        Command.GET_SPACES: "_get_spaces",
+        Command.RESET: "_reset",
+        Command.STEP: "_step",
+        Command.RESET_ONE: "_reset_one",
+        Command.GET_ATTR: "_get_attr",
+        Command.SET_ATTR: "_set_attr",
+        Command.ENV_METHOD: "_env_method",
+        Command.ENV_IS_WRAPPED: "_env_is_wrapped",
+        Command.GET_IMAGES: "_get_images",
+        Command.CLOSE: "_close",
+        Command.GET_STATES: "_get_states",
+        Command.SET_STATES: "_set_states",
+        Command.STEP_BATCH: "_step_batch",
+        Command.STEP_ENVS: "_step_envs",
+    }
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
         self.first_index = first_index
         self.slice: EnvSlice | None = None
         self.startup_failure: WorkerFailure | None = None
         self.shared = False
-        self._region: Any = None
-        self._actions: Any = None
-        self.doorbell: Doorbell | None = None
+        self._actions: Any = None  # an array the transport writes the actions into (attach)
         try:
             self.slice = EnvSlice(env_fns, first_index)
         except Exception as exc:  # reported on the first command: the worker must not die
             self.startup_failure = WorkerFailure.from_exception(exc, "__init__")
-        self._handlers: dict[Command, Callable[[Any], Any]] = {
-            Command.GET_SPACES: self._get_spaces,
-            Command.ATTACH_SHARED: self._attach_shared,
-            Command.RESET: self._reset,
-            Command.STEP: self._step,
-            Command.RESET_ONE: self._reset_one,
-            Command.GET_ATTR: lambda p: self.slice.get_attr(*p),
-            Command.SET_ATTR: lambda p: self.slice.set_attr(*p),
-            Command.ENV_METHOD: lambda p: self.slice.env_method(*p),
-            Command.ENV_IS_WRAPPED: lambda p: self.slice.env_is_wrapped(*p),
-            Command.GET_IMAGES: lambda p: self.slice.get_images(),
-            Command.CLOSE: self._close,
-            Command.GET_STATES: lambda p: self.slice.get_states(p),
-            Command.SET_STATES: lambda p: self.slice.set_states(*p),
-            Command.STEP_BATCH: self._step_batch,
-        }
+        self._handlers: dict[int, Callable[[Any], Any]] = {
+            command: getattr(self, name) for command, name in self.HANDLERS.items()}
 
-    def handle(self, command: int, payload: Any) -> tuple[bool, Any]:
-        """Run one command; never raises: failures become ``(False, WorkerFailure)``."""
+    def handle(self, command: int, payload: Any) -> Outcome:
+        """Run one command; never raises: a failure becomes ``Outcome(False, WorkerFailure)``."""
         handler = self._handlers.get(command)
         if handler is None:
-            valid = ", ".join(f"{c.name}={c.value}" for c in Command)
-            return False, WorkerFailure(None, "handle", f"unknown command {command!r}; valid: {valid}", "")
+            valid = ", ".join(f"{Command(c).name}={c}" for c in self._handlers)
+            return Outcome(False, WorkerFailure(None, "handle", f"unknown command {command!r}; valid: {valid}", ""))
         if self.startup_failure is not None and command != Command.CLOSE:
-            return False, self.startup_failure
+            return Outcome(False, self.startup_failure)
         try:
-            return True, handler(payload)
+            return Outcome(True, handler(payload))
         except Exception as exc:
-            return False, WorkerFailure.from_exception(exc, Command(command).name.lower())
+            return Outcome(False, WorkerFailure.from_exception(exc, Command(command).name.lower()))
 
-    def _get_spaces(self, _: Any) -> tuple:
-        return self.slice.observation_space, self.slice.action_space
+    @property
+    def envs(self) -> EnvSlice:
+        """The slice; ``handle`` answers with the startup failure before any handler needs it."""
+        if self.slice is None:
+            raise RuntimeError("this worker's envs failed to start or are closed")
+        return self.slice
 
-    def _attach_shared(self, payload: tuple) -> None:
-        space, action_space, n, start, size, doorbells, worker_index, fd = payload
-        self._region, full, actions, bells = map_buffers(space, action_space, n, doorbells, fd, size)
-        stop = start + len(self.slice)
-        self.attach(full.view(start, stop), None if actions is None else actions[start:stop])
-        self.doorbell = None if bells is None else Doorbell(bells[worker_index])
-
-    def attach(self, buffers: Any, actions: Any = None) -> None:
+    def attach(self, buffers: BatchBuffers, actions: np.ndarray | None = None) -> None:
         """Step into ``buffers`` (views the parent reads); read actions from ``actions``."""
-        self.slice.attach(buffers)
+        self.envs.attach(buffers)
         self._actions = actions
         self.shared = True
 
-    def _arrays(self) -> tuple | None:
-        buffers = self.slice.buffers
-        return None if self.shared else (buffers.obs, buffers.rewards, buffers.dones)
+    def _arrays(self) -> Arrays | None:
+        buffers = self.envs.buffers
+        return None if self.shared else Arrays(buffers.obs, buffers.rewards, buffers.dones)
 
-    def _reset(self, seeds: Sequence[int | None] | None) -> tuple:
-        infos = self.slice.reset(seeds)
-        return list(infos), self._arrays()
+    def _get_spaces(self, _: None) -> SpacesReply:
+        return SpacesReply(self.envs.observation_space, self.envs.action_space)
 
-    def _step(self, actions: Sequence[Any] | None) -> tuple:
-        if actions is None:  # the parent wrote them to shared memory
+    def _reset(self, request: ResetRequest) -> ResetReply:
+        return ResetReply(list(self.envs.reset(request.seeds)), self._arrays())
+
+    def _step(self, actions: Any | None) -> StepReply:
+        envs = self.envs
+        if actions is None:  # the transport wrote them where we read them (attach)
             actions = self._actions.copy()
-        infos = self.slice.step(actions)
+        infos = envs.step(actions)
         sparse = {k: info for k, info in enumerate(infos) if info}
-        reset_infos = self.slice.reset_infos
-        dones = self.slice.buffers.dones
-        new_reset_infos = {k: reset_infos[k] for k in range(len(infos)) if dones[k] and reset_infos[k]}
-        return sparse, new_reset_infos, self._arrays()
+        reset_infos = envs.reset_infos
+        ended = np.flatnonzero(envs.buffers.dones).tolist()
+        new_reset_infos = {k: reset_infos[k] for k in ended if reset_infos[k]}
+        return StepReply(sparse, new_reset_infos, self._arrays())
 
-    def _reset_one(self, payload: tuple) -> tuple:
-        k, seed = payload
-        return self.slice.reset_one(k, seed), self.slice.reset_infos[k]
+    def _step_envs(self, request: StepEnvsRequest) -> StepEnvsReply:
+        envs = self.envs
+        infos = {k: info for k, action in zip(request.ks, request.actions) if (info := envs.step_env(k, action))}
+        dones = envs.buffers.dones
+        reset_infos = {k: envs.reset_infos[k] for k in request.ks if dones[k] and envs.reset_infos[k]}
+        arrays = None
+        if not self.shared:
+            ks = np.asarray(request.ks, np.int64)
+            arrays = Arrays(take_rows(envs.buffers.obs, ks), envs.buffers.rewards[ks], dones[ks])
+        return StepEnvsReply(infos, reset_infos, arrays)
 
-    def _step_batch(self, payload: tuple) -> tuple:
-        actions, states, dts, return_states = payload
-        return self.slice.step_batch(actions, states, dts, return_states), self._arrays()
+    def _reset_one(self, request: ResetOneRequest) -> ResetOneReply:
+        obs = self.envs.reset_one(request.k, request.seed)
+        return ResetOneReply(obs, self.envs.reset_infos[request.k])
 
-    def _close(self, _: Any) -> None:
+    def _get_attr(self, request: GetAttrRequest) -> list[Any]:
+        return self.envs.get_attr(request.name, request.ks)
+
+    def _set_attr(self, request: SetAttrRequest) -> list[None]:
+        return self.envs.set_attr(request.name, request.value, request.ks)
+
+    def _env_method(self, request: EnvMethodRequest) -> list[Any]:
+        return self.envs.env_method(request.name, request.args, request.kwargs, request.ks)
+
+    def _env_is_wrapped(self, request: EnvIsWrappedRequest) -> list[bool]:
+        return self.envs.env_is_wrapped(request.wrapper_class, request.ks)
+
+    def _get_images(self, _: None) -> list[np.ndarray]:
+        return self.envs.get_images()
+
+    def _get_states(self, request: GetStatesRequest) -> list[Any]:
+        return self.envs.get_states(request.ks)
+
+    def _set_states(self, request: SetStatesRequest) -> None:
+        self.envs.set_states(request.states, request.ks)
+
+    def _step_batch(self, request: StepBatchRequest) -> StepBatchReply:
+        outcomes = self.envs.step_batch(request.actions, request.states, request.dts, request.return_states)
+        return StepBatchReply(outcomes, self._arrays())
+
+    def _close(self, _: None) -> None:
         if self.slice is not None:
             env_slice, self.slice = self.slice, None
             env_slice.close()

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from vec_envs.workers.protocol import Command
+from vec_envs.workers.protocol import Command, Outcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Worker", "WorkerDied"]
 
@@ -25,6 +29,8 @@ class Worker(ABC):
     """
 
     is_local = False  #: True for a slice the parent steps itself (LocalWorker)
+    #: True once a message to or from it was cut in half (a Ctrl-C): it can only be killed
+    broken = False
 
     def __init__(self, index: int, first_index: int, stop: int) -> None:
         self.index = index
@@ -40,12 +46,12 @@ class Worker(ABC):
         """Send one command (raises ``WorkerDied`` if the worker is gone)."""
 
     @abstractmethod
-    def recv(self) -> tuple[bool, Any]:
+    def recv(self) -> Outcome:
         """The reply to the last command; call only once ``wait`` named this worker."""
 
     @classmethod
     @abstractmethod
-    def wait(cls, workers: Sequence["Worker"], timeout: float | None) -> list["Worker"]:
+    def wait(cls, workers: Sequence[Self], timeout: float | None) -> list[Self]:
         """Block until some of ``workers`` have a reply or died; [] after ``timeout``."""
 
     @abstractmethod
@@ -55,3 +61,15 @@ class Worker(ABC):
     @abstractmethod
     def kill(self) -> None:
         """End the worker now (it failed or hangs)."""
+
+    def running_env(self) -> int | None:
+        """The env whose call the worker is running (global index), if the transport knows."""
+        return None
+
+    def cancel(self) -> None:
+        """Forget the command sent, if it has not run yet (the parent's own slice)."""
+        return None  # a remote worker runs its command as it arrives: nothing to take back
+
+    def forget(self) -> None:
+        """In a forked child: drop the worker without touching it (it is the parent's)."""
+        return None  # nothing of it is held in this process by default

@@ -1,0 +1,116 @@
+"""Where the parent's time goes: SubprocVecEnv on CartPole, lock-step or recv/send.
+
+Runs ``--num-envs`` CartPole-v1 envs for ``--seconds`` with random actions and prints the
+steps per second and the wall time per batch; ``--profile`` adds the parent's top
+functions by own time (cProfile). Lock-step ``step()`` by default, ``recv``/``send`` with
+``--batch-size K``. ``--busy-ms 0.2`` adds pure-Python work to each step, 0.2 to 10 times
+that, drawn per step (stragglers: what asynchronous batches are for). To compare two
+versions of the code, run this script with each on ``PYTHONPATH`` in turn, alternating,
+in one shell command.
+
+    python scripts/profile_parent.py --num-envs 256 --in-series 16 --profile
+    python scripts/profile_parent.py --num-envs 256 --batch-size 128
+    python scripts/profile_parent.py --num-envs 8 --busy-ms 0.2 --batch-size 4
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from vec_envs import SubprocVecEnv
+
+
+@dataclass
+class Args:
+    num_envs: int = 256  #: CartPole-v1 envs
+    in_series: str = "auto"  #: envs per worker process: an int or "auto"
+    batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
+    busy_ms: float = 0.0  #: pure-Python work per step: 1 to 10 times this many milliseconds
+    seconds: float = 3.0  #: how long to measure (after a short warm-up)
+    profile: bool = False  #: print the parent's top functions by own time
+    top: int = 15  #: how many functions to print
+
+
+def parse_args() -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name, default in vars(Args()).items():
+        kind = int if name in ("num_envs", "top", "batch_size") else float if name in ("seconds", "busy_ms") else str
+        if isinstance(default, bool):
+            parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
+        else:
+            parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default)
+    return Args(**vars(parser.parse_args()))
+
+
+WARM_UP_S = 0.5  # spin budgets settle before the measurement starts
+
+
+class BusyCartPole(gym.Wrapper):
+    """CartPole whose every step also burns ``busy_ms`` x (1 to 10) of CPU in pure Python."""
+
+    def __init__(self, busy_ms: float) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.busy_s = busy_ms / 1000
+        self.rng = np.random.default_rng()
+
+    def step(self, action: int) -> tuple:
+        end = time.perf_counter() + self.busy_s * self.rng.uniform(1, 10)
+        while time.perf_counter() < end:
+            pass
+        return self.env.step(action)
+
+
+def make_env(busy_ms: float) -> gym.Env:
+    return BusyCartPole(busy_ms) if busy_ms > 0 else gym.make("CartPole-v1")
+
+
+def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
+        profiler: cProfile.Profile | None) -> tuple[int, int, float]:
+    """Lock-step steps, or recv/send, for ``seconds`` after a warm-up: (env steps, batches, wall)."""
+    rng = np.random.default_rng(0)
+    if batch_size is None:
+        venv.reset()
+        env_ids = np.arange(venv.num_envs)
+    else:
+        venv.async_reset()
+        env_ids = venv.recv()[4]
+    batches, start, end = 0, 0.0, time.perf_counter() + WARM_UP_S
+    while time.perf_counter() < end + seconds:
+        if batches == 0 and time.perf_counter() >= end:
+            start, batches = time.perf_counter(), 1
+            if profiler is not None:
+                profiler.enable()
+        if batch_size is None:
+            venv.step(rng.integers(0, 2, venv.num_envs))
+        else:
+            venv.send(rng.integers(0, 2, len(env_ids)), env_ids)
+            env_ids = venv.recv()[4]
+        batches += batches > 0
+    if profiler is not None:
+        profiler.disable()
+    return (batches - 1) * len(env_ids), batches - 1, time.perf_counter() - start
+
+
+def measure(args: Args) -> None:
+    in_series: int | str = args.in_series if args.in_series == "auto" else int(args.in_series)
+    profiler = cProfile.Profile() if args.profile else None
+    batches = {} if args.batch_size is None else {"batch_size": args.batch_size}  # older versions: none
+    busy_ms = args.busy_ms
+    with SubprocVecEnv([lambda: make_env(busy_ms)] * args.num_envs, in_series=in_series, **batches) as venv:
+        steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
+        mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
+        busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
+        print(f"CartPole-v1{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
+              f"{wall / batches * 1e6:,.0f} us per batch")
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    measure(parse_args())

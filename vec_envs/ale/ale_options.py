@@ -1,0 +1,131 @@
+"""ALEVecEnv's options: the names of ``make_atari`` / ``wrap_deepmind``, mapped onto
+the settings of ale-py's C++ vector engine (``ale_py.ALEVectorInterface``).
+
+Nothing here imports ale-py at import time; ``resolve_game`` does, when called.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NO_ALE", "AtariOptions", "import_ale", "resolve_game"]
+
+NO_ALE = ('ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): '
+          'pip install -e ".[atari]"')
+RAW_FRAME = (210, 160)  # the Atari screen, height x width
+_ID_NOISE = re.compile(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$")
+
+
+def import_ale() -> ModuleType:
+    """``ale_py``, or an ImportError that says what to install."""
+    try:
+        ale_py = importlib.import_module("ale_py")
+    except ImportError as exc:
+        raise ImportError(NO_ALE) from exc
+    if not hasattr(ale_py, "ALEVectorInterface"):
+        raise ImportError(f"{NO_ALE} (found ale-py {getattr(ale_py, '__version__', '?')})")
+    return ale_py
+
+
+def resolve_game(game: str) -> str:
+    """The ROM id of ``game``: ``"Breakout"``, ``"breakout"``, ``"BreakoutNoFrameskip-v4"``
+    and ``"ALE/Breakout-v5"`` all give ``"breakout"``; ``"MsPacman"`` gives ``"ms_pacman"``.
+
+    Raises:
+        ValueError: no ROM of that name ships with ale-py (the message suggests close ones).
+    """
+    if not isinstance(game, str):
+        raise TypeError(f"ALEVecEnv: game must be a str such as 'Breakout', received {type(game).__name__}")
+    rom_ids = import_ale().roms.get_all_rom_ids()
+    by_key = {rom_id.replace("_", ""): rom_id for rom_id in rom_ids}
+    key = _ID_NOISE.sub("", game).replace("_", "").lower()
+    if key in by_key:
+        return by_key[key]
+    close = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(by_key[c]) for c in close)}?)" if close else ""
+    raise ValueError(f"ALEVecEnv: unknown Atari game {game!r}{hint}; expected a game such as 'Breakout', "
+                     f"'Pong' or 'ALE/Breakout-v5' ({len(rom_ids)} ROMs ship with ale-py)")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"ALEVecEnv: {name} must be an int >= {minimum}, received {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class AtariOptions:
+    """The DeepMind preprocessing, with the argument names of ``wrappers.atari``.
+
+    Attributes:
+        noop_max: up to this many no-ops at reset (0: none).
+        frame_skip: emulator frames per step, max-pooled over the last two.
+        episode_life: a lost life ends the episode (``done``) but not the game: play goes
+            on from the same frame; ``infos[i]["episode"]`` still comes once per game.
+        fire_reset: press FIRE at reset when the game has it (None or True); False: never.
+        clip_rewards: rewards become their sign (the episode scores stay unclipped).
+        warp_frame: resize frames to ``screen_size`` squared; False: raw 210x160 RGB.
+        screen_size: side of the warped frame.
+        grayscale: one gray channel per frame (with ``warp_frame``), else RGB.
+        frame_stack: frames stacked on the last axis, as ``VecFrameStack`` does.
+        repeat_action_probability: sticky actions (0.25 as in ALE v5).
+        full_action_space: all 18 actions instead of the game's minimal set.
+        max_num_frames_per_episode: emulator frames before an episode is truncated.
+    """
+
+    noop_max: int = 30
+    frame_skip: int = 4
+    episode_life: bool = True
+    fire_reset: bool | None = None
+    clip_rewards: bool = True
+    warp_frame: bool = True
+    screen_size: int = 84
+    grayscale: bool = True
+    frame_stack: int = 1
+    repeat_action_probability: float = 0.0
+    full_action_space: bool = False
+    max_num_frames_per_episode: int = 108_000
+
+    def __post_init__(self) -> None:
+        _check_int("noop_max", self.noop_max, 0)
+        _check_int("frame_skip", self.frame_skip, 1)
+        _check_int("screen_size", self.screen_size, 1)
+        _check_int("frame_stack", self.frame_stack, 1)
+        _check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 1)
+        if not 0.0 <= float(self.repeat_action_probability) <= 1.0:
+            raise ValueError(f"ALEVecEnv: repeat_action_probability must be in [0, 1], "
+                             f"received {self.repeat_action_probability!r}")
+
+    @property
+    def frame_size(self) -> tuple[int, int]:
+        """(height, width) of one preprocessed frame."""
+        return (self.screen_size, self.screen_size) if self.warp_frame else RAW_FRAME
+
+    @property
+    def channels(self) -> int:
+        """Channels of one frame: 1 (gray) or 3 (RGB)."""
+        return 1 if self.grayscale and self.warp_frame else 3
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        """(height, width, channels * frame_stack): what ``VecFrameStack`` gives."""
+        return (*self.frame_size, self.channels * self.frame_stack)
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``ale_py.ALEVectorInterface`` (all but the ROM and the
+        batching). Rewards come raw (clipped by ALEVecEnv, which also sums the real
+        score); a lost life is reported (``life_loss_info``), never a reset."""
+        height, width = self.frame_size
+        return {"frame_skip": self.frame_skip, "stack_num": self.frame_stack, "img_height": height,
+                "img_width": width, "grayscale": self.channels == 1, "maxpool": self.frame_skip > 1,
+                "noop_max": self.noop_max, "use_fire_reset": self.fire_reset is not False,
+                "episodic_life": False, "life_loss_info": self.episode_life, "reward_clipping": False,
+                "max_episode_steps": self.max_num_frames_per_episode,
+                "repeat_action_probability": float(self.repeat_action_probability),
+                "full_action_space": self.full_action_space}

@@ -1,0 +1,151 @@
+"""Checks of the arguments users pass to a VecEnv: indices, seeds, timeouts, ints.
+
+Each check returns the argument in its one canonical form or raises an error that names
+the method, what was received and what was expected; every backend and wrapper goes
+through these, so the same mistake gets the same answer everywhere.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_seeds"]
+
+INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value: Any, minimum: int = 1, alternatives: str = "") -> int:
+    """``value`` as an int if it is one (NumPy integers too, bools not) and ``>= minimum``.
+
+    Args:
+        name: the parameter, as the message names it (e.g. "VecFrameStack: n_stack").
+        value: what the caller passed.
+        minimum: the smallest value allowed.
+        alternatives: other accepted values, for the message (e.g. "or 'auto'").
+
+    Raises:
+        ValueError: naming the parameter, what is expected and what was received.
+
+    Example:
+        >>> check_int("VecFrameStack: n_stack", 4)
+        4
+        >>> check_int("make_vec_env(): n_envs", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: make_vec_env(): n_envs must be an int >= 1, received 0
+    """
+    if not _is_int(value) or value < minimum:
+        expected = f"an int >= {minimum}" + (f" {alternatives}" if alternatives else "")
+        raise ValueError(f"{name} must be {expected}, received {value!r}")
+    return int(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def resolve_indices(indices: Any, num_envs: int, method: str) -> list[int]:
+    """The env indices named by ``indices``, as a list of ints in ``0..num_envs - 1``.
+
+    ``None`` means every env; an int (negative counts from the end) one env; a sequence
+    of ints those envs in that order; a sequence or array of ``num_envs`` bools the envs
+    where it is True.
+
+    Example:
+        >>> resolve_indices([True, False, True, False], 4, "get_attr")
+        [0, 2]
+        >>> resolve_indices(-1, 4, "get_attr")
+        [3]
+        >>> resolve_indices(1.0, 4, "get_attr")
+        Traceback (most recent call last):
+        TypeError: get_attr(): indices must be None, an int, ... of 4, received 1.0 (float)
+    """
+    if indices is None:
+        return list(range(num_envs))
+    expected = INDICES_EXPECTED.format(n=num_envs)
+    if _is_int(indices):
+        seq: list[Any] = [indices]
+    elif isinstance(indices, (str, bytes, dict, set, slice)) or _is_bool(indices) or not hasattr(indices, "__len__"):
+        raise TypeError(f"{method}(): indices must be {expected}, received {indices!r} ({type(indices).__name__})")
+    else:
+        seq = list(indices.ravel() if isinstance(indices, np.ndarray) else indices)
+    if seq and all(_is_bool(i) for i in seq):
+        if len(seq) != num_envs:
+            raise ValueError(f"{method}(): a boolean mask of indices needs {num_envs} entries (one per env), "
+                             f"received {len(seq)}")
+        return [i for i, chosen in enumerate(seq) if chosen]
+    for i in seq:
+        if not _is_int(i):
+            raise TypeError(f"{method}(): indices must be {expected}, received the entry {i!r} "
+                            f"({type(i).__name__}) in {indices!r}")
+        if not -num_envs <= i < num_envs:
+            raise IndexError(f"{method}(): env index {i!r} is out of range for {num_envs} envs "
+                             f"(valid: 0..{num_envs - 1})")
+    return [int(i) % num_envs for i in seq]
+
+
+def resolve_index(index: Any, num_envs: int, method: str) -> int:
+    """One env index (an int; negative counts from the end) as an int in ``0..num_envs - 1``.
+
+    Example:
+        >>> resolve_index(-1, 4, "reset_single_env")
+        3
+    """
+    if not _is_int(index):
+        raise TypeError(f"{method}(): expected one env index (an int), received {index!r} ({type(index).__name__})")
+    return resolve_indices(index, num_envs, method)[0]
+
+
+def _check_seed(value: Any, what: str) -> int:
+    if not _is_int(value):
+        raise TypeError(f"seed(): {what} must be an int >= 0 or None, received {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"seed(): {what} must be an int >= 0 or None, received {value!r}")
+    return int(value)
+
+
+def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
+    """One seed per env: ``seed + i`` for an int, the entries of a sequence of ``num_envs``.
+
+    Example:
+        >>> resolve_seeds(7, 3)
+        [7, 8, 9]
+        >>> resolve_seeds(1.5, 3)
+        Traceback (most recent call last):
+        TypeError: seed(): seed must be an int >= 0 or None, received 1.5 (float)
+    """
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if _is_int(seed) or _is_bool(seed) or not hasattr(seed, "__len__") or isinstance(seed, (str, bytes)):
+        base = _check_seed(seed, "seed")
+        return [base + i for i in range(num_envs)]
+    seeds = [None if s is None else _check_seed(s, f"seed[{j}]") for j, s in enumerate(seed)]
+    if len(seeds) != num_envs:
+        raise ValueError(f"seed(): expected {num_envs} seeds (one per env), received {len(seeds)}")
+    return seeds
+
+
+def check_timeout(timeout: Any, name: str = "timeout") -> float | None:
+    """``timeout`` as seconds (a number >= 0; 0 means "don't wait"), or None for no limit.
+
+    Example:
+        >>> check_timeout(0), check_timeout(None), check_timeout(2)
+        (0.0, None, 2.0)
+        >>> check_timeout("5")
+        Traceback (most recent call last):
+        TypeError: timeout must be a number of seconds >= 0 or None (no limit), received '5' (str)
+    """
+    if timeout is None:
+        return None
+    if _is_bool(timeout) or not isinstance(timeout, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number of seconds >= 0 or None (no limit), "
+                        f"received {timeout!r} ({type(timeout).__name__})")
+    if math.isnan(timeout) or timeout < 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0 or None (no limit), received {timeout!r}")
+    return None if math.isinf(timeout) else float(timeout)

@@ -1,0 +1,48 @@
+"""Interop: vec_envs seen as gymnasium's vector API or as SB3's VecEnv, and the reverse.
+
+- ``to_gymnasium(venv)``: a ``gymnasium.vector.VectorEnv`` (same-step autoreset) over any
+  VecEnv, for CleanRL-style code and gymnasium's vector wrappers.
+- ``from_gymnasium(vector_env)``: any ``gymnasium.vector.VectorEnv`` (next-step,
+  same-step or no autoreset) as a VecEnv, so our wrappers and agents run on it.
+- ``to_sb3(venv)``: a ``stable_baselines3.common.vec_env.VecEnv`` over any VecEnv, for
+  SB3's algorithms (Stable-Baselines3 is imported only when this is called).
+
+Example:
+    >>> import gymnasium as gym
+    >>> from vec_envs import DummyVecEnv
+    >>> envs = to_gymnasium(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+    >>> obs, infos = envs.reset(seed=0)
+    >>> obs.shape, envs.single_action_space
+    ((2, 4), Discrete(2))
+    >>> envs.close()
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vec_envs.interop.from_gymnasium import FromGymnasiumVecEnv, from_gymnasium
+from vec_envs.interop.to_gymnasium import GymnasiumVectorEnv, to_gymnasium
+from vec_envs.vec_env_base import VecEnvBase
+
+if TYPE_CHECKING:
+    from vec_envs.interop.sb3_vec_env import SB3VecEnv
+
+__all__ = ["FromGymnasiumVecEnv", "GymnasiumVectorEnv", "from_gymnasium", "to_gymnasium", "to_sb3"]
+
+
+def to_sb3(venv: VecEnvBase) -> SB3VecEnv:
+    """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs ``pip install -e ".[sb3]"``).
+
+    SB3's algorithms and its VecEnv wrappers take it as they take SB3's own VecEnvs.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> env = to_sb3(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
+        >>> env.reset().shape
+        (2, 4)
+        >>> env.close()
+    """
+    from vec_envs.interop.sb3_vec_env import SB3VecEnv
+
+    return SB3VecEnv(venv)

@@ -1,0 +1,146 @@
+"""to_gymnasium: any VecEnv behind gymnasium's vector API (``gymnasium.vector.VectorEnv``)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, iterate
+
+from vec_envs.errors import VecEnvError
+from vec_envs.types import Info, VecEnvObs
+from vec_envs.vec_env_base import VecEnvBase
+
+__all__ = ["GymnasiumVectorEnv", "to_gymnasium"]
+
+NO_OPTIONS = ("GymnasiumVectorEnv.reset(): received options={options!r}, but a vec_envs VecEnv resets its "
+              "envs without options; give them to the env factories instead (e.g. make_vec_env(..., "
+              "env_kwargs=...)) or wrap each env so its reset() applies them")
+
+
+class GymnasiumVectorEnv(VectorEnv):
+    """A VecEnv seen through gymnasium's vector API, with same-step autoreset.
+
+    ``step`` returns ``(obs, rewards, terminations, truncations, infos)``: an env whose
+    episode ended is already reset, its row of ``obs`` is the new episode's first
+    observation, ``infos["final_obs"][i]`` / ``infos["final_info"][i]`` hold the last
+    observation and info of the old one (masks ``_final_obs`` / ``_final_info``) and the
+    reset's info is in ``infos`` itself, as in ``SyncVectorEnv(...,
+    autoreset_mode=AutoresetMode.SAME_STEP)``. gymnasium's vector wrappers
+    (``RecordEpisodeStatistics``, the reward wrappers, ...) accept it; its observation
+    wrappers refuse any same-step env: use ours (``VecNormalize``, ...) under the adapter.
+
+    Args:
+        venv: any VecEnv (a backend or a stack of our wrappers); closing this closes it.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> envs = GymnasiumVectorEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3))
+        >>> obs, infos = envs.reset(seed=42)
+        >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([1, 0, 1]))
+        >>> envs.metadata["autoreset_mode"], rewards
+        (<AutoresetMode.SAME_STEP: 'SameStep'>, array([1., 1., 1.], dtype=float32))
+        >>> envs.close()
+    """
+
+    def __init__(self, venv: VecEnvBase) -> None:
+        if not isinstance(venv, VecEnvBase):
+            raise TypeError(f"to_gymnasium(): expected a vec_envs VecEnv (VecEnvBase), received "
+                            f"{type(venv).__name__}; for a gymnasium env use gymnasium.make_vec")
+        self.venv = venv
+        self.num_envs = venv.num_envs
+        self.single_observation_space = venv.observation_space
+        self.single_action_space = venv.action_space
+        self.observation_space = batch_space(venv.observation_space, venv.num_envs)
+        self.action_space = batch_space(venv.action_space, venv.num_envs)
+        self.render_mode = _render_mode(venv)
+        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP,
+                         "render_modes": [] if self.render_mode is None else [self.render_mode]}
+        self._split_actions = isinstance(venv.action_space, spaces.Tuple)
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[VecEnvObs, dict[str, Any]]:
+        """Reset every env; ``seed`` (an int: env i gets ``seed + i``; or one per env) as in gymnasium."""
+        if options:
+            raise ValueError(NO_OPTIONS.format(options=options))
+        if seed is not None:
+            super().reset(seed=seed if isinstance(seed, int) else None)
+            self.venv.seed(seed if isinstance(seed, int) else cast("list[int]", list(seed)))
+        obs = self.venv.reset()
+        return obs, self._batch_infos(self.venv.reset_infos)
+
+    def step(self, actions: Any) -> tuple[VecEnvObs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One action per env (batched as ``action_space``); same-step autoreset."""
+        if self._split_actions:
+            actions = list(iterate(self.action_space, actions))
+        obs, rewards, dones, infos = self.venv.step(actions)
+        truncations = np.zeros(self.num_envs, np.bool_)
+        batched: dict[str, Any] = {}
+        for i in np.flatnonzero(dones):
+            final_info = dict(infos[i])
+            final_obs = final_info.pop("terminal_observation", None)
+            truncations[i] = final_info.pop("TimeLimit.truncated", False)
+            batched = self._add_info(batched, {"final_obs": final_obs, "final_info": final_info}, int(i))
+            infos[i] = self.venv.reset_infos[i]
+        return obs, rewards, dones & ~truncations, truncations, self._batch_infos(infos, batched)
+
+    def _batch_infos(self, infos: list[Info], batched: dict[str, Any] | None = None) -> dict[str, Any]:
+        batched = {} if batched is None else batched
+        for i, info in enumerate(infos):
+            if info:
+                batched = self._add_info(batched, info, i)
+        return batched
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """One frame per env (the envs need ``render_mode="rgb_array"``)."""
+        return tuple(self.venv.get_images())
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``name(*args, **kwargs)`` on every env; an attribute that is not callable is returned."""
+        values = self.venv.get_attr(name)
+        if not callable(values[0]):
+            return tuple(values)
+        return tuple(self.venv.env_method(name, *args, **kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """The attribute ``name`` of every env."""
+        return tuple(self.venv.get_attr(name))
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set ``name`` on every env: one value for all, or a list / tuple of one per env."""
+        if isinstance(values, (list, tuple)) and len(values) == self.num_envs:
+            for i, value in enumerate(values):
+                self.venv.set_attr(name, value, indices=i)
+        else:
+            self.venv.set_attr(name, values)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the VecEnv (workers joined, shared memory released)."""
+        self.venv.close()
+
+    def __repr__(self) -> str:
+        return f"GymnasiumVectorEnv({self.venv!r})"
+
+
+def _render_mode(venv: VecEnvBase) -> str | None:
+    try:
+        return venv.get_attr("render_mode", indices=0)[0]
+    except (AttributeError, VecEnvError):
+        return None
+
+
+def to_gymnasium(venv: VecEnvBase) -> GymnasiumVectorEnv:
+    """``venv`` behind gymnasium's vector API (see ``GymnasiumVectorEnv``).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import DummyVecEnv
+        >>> envs = gym.wrappers.vector.RecordEpisodeStatistics(
+        ...     to_gymnasium(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)))
+        >>> obs, infos = envs.reset(seed=0)
+        >>> envs.close()
+    """
+    return GymnasiumVectorEnv(venv)

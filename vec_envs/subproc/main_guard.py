@@ -1,0 +1,79 @@
+"""The ``if __name__ == "__main__":`` guard that spawn and forkserver workers need.
+
+With those start methods every worker imports the user's main script again; a script
+that builds a SubprocVecEnv at its top level, outside the guard, would make each worker
+start workers of its own (multiprocessing stops them, and the worker dies during
+``__init__``). ``check_main_guard`` sees this before any worker starts and says how to
+fix it.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import sys
+from types import FrameType
+
+__all__ = ["check_main_guard"]
+
+NO_MAIN_GUARD = """\
+SubprocVecEnv is created at {path}:{line} outside an `if __name__ == "__main__":` block. \
+Its worker processes (start method {method!r}) import {name} again, and would start \
+workers of their own. Put the code that builds and runs the envs under the guard:
+
+    if __name__ == "__main__":
+        venv = SubprocVecEnv(...)
+        ...
+
+or pass context="fork" (Linux only; unsafe once the script runs threads)."""
+
+
+def _is_main_check(test: ast.expr) -> bool:
+    """True for ``__name__ == "__main__"`` (either side)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    values = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and values == ["__main__"]
+
+
+@functools.lru_cache(maxsize=8)
+def _guarded_lines(path: str, mtime: float) -> tuple[tuple[int, int], ...]:
+    """Line spans of the module-level ``if __name__ == "__main__":`` blocks of ``path``."""
+    with open(path, "rb") as file:
+        tree = ast.parse(file.read(), path)
+    return tuple((node.lineno, node.end_lineno or node.lineno) for node in tree.body
+                 if isinstance(node, ast.If) and _is_main_check(node.test))
+
+
+def _main_module_frame(frame: FrameType | None, main_globals: dict) -> FrameType | None:
+    """The frame running the main script's top level, if it is on the stack."""
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is main_globals:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def check_main_guard(start_method: str) -> None:
+    """Raise ``RuntimeError`` when the main script creates workers outside its guard.
+
+    Only for start methods that import the main script again (spawn, forkserver), and
+    only when that script is a file; interactive sessions and ``python -c`` pass.
+
+    Example:
+        >>> check_main_guard("fork")   # fork copies the parent: no guard needed
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if start_method == "fork" or main is None or not path or not os.path.isfile(path):
+        return
+    frame = _main_module_frame(sys._getframe(1), vars(main))
+    if frame is None:
+        return  # created from an import or a thread: the script's top level is not running it
+    line = frame.f_lineno
+    spans = _guarded_lines(path, os.path.getmtime(path))
+    if not any(first <= line <= last for first, last in spans):
+        raise RuntimeError(NO_MAIN_GUARD.format(path=path, line=line, method=start_method,
+                                                name=os.path.basename(path)))

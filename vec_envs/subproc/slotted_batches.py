@@ -1,0 +1,272 @@
+"""SlottedBatches: ``recv``/``send`` for worker processes that share memory with the parent.
+
+Each env is its own lane (``EnvSlots``): ``send`` writes the actions into shared memory and
+bumps the envs' request numbers; a worker steps each env as soon as its request is there
+and answers each env as soon as it is done, so ``recv`` returns the first envs to finish
+while the others keep stepping, with no pipe message at all unless an env has something
+to say (infos, an error). The parent finds finished envs with one vectorized comparison
+over the envs in flight: it spins on that a little longer than it usually waits, then
+dozes while watching the worker processes, so a dead worker is reported at once. A
+sleeping worker is woken with a pipe message (WAKE).
+
+The parent's own slice (``step_in_parent``) goes the transport-free way of
+``AsyncBatches``: the parent steps it in ``recv`` when nothing else is ready.
+"""
+from __future__ import annotations
+
+import time
+from multiprocessing.connection import wait
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from vec_envs.errors import EnvTimeoutError
+from vec_envs.subproc.env_slots import AsyncResetRequest, EnvMessage, EnvSlots
+from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.subproc.subproc_worker import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
+from vec_envs.types import VecEnvRecvReturn
+from vec_envs.workers.async_batches import AsyncBatches, split_actions
+from vec_envs.workers.protocol import Command, WorkerFailure
+from vec_envs.workers.worker import WorkerDied
+
+if TYPE_CHECKING:
+    from vec_envs.subproc.subproc_vec_env import SubprocVecEnv
+
+__all__ = ["SlottedBatches"]
+
+DRAIN_TIMEOUT_S = 1.0  # after a failed recv, how long the envs still stepping may take
+DEATH_CHECK_S = 0.01  # while other envs keep coming back, how often recv looks for dead workers
+
+
+class SlottedBatches(AsyncBatches):
+    """``AsyncBatches`` where the worker processes answer per env in shared memory.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from vec_envs import SubprocVecEnv
+        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2, batch_size=2) as venv:
+        ...     venv.async_reset()
+        ...     obs, rewards, dones, infos, env_ids = venv.recv()   # the first 2 envs reset
+        ...     venv.send([0, 1], env_ids)                          # step them; the others wait
+        ...     kind = type(venv.batches).__name__
+        >>> kind, obs.shape, rewards.tolist()
+        ('SlottedBatches', (2, 4), [0.0, 0.0])
+    """
+
+    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: bool) -> None:
+        super().__init__(venv)
+        self.slots, self.actions = slots, actions
+        self.slotted = np.array([not worker.is_local for worker in venv.workers])
+        self.env_slotted = self.slotted[self.worker_of]
+        self.flying = np.zeros(venv.num_envs, np.bool_)  # requested, not seen finished yet
+        self.resetting = np.zeros(venv.num_envs, np.bool_)  # the row due is a reset row
+        self.unread = np.zeros(venv.num_envs, np.bool_)  # finished, its message still in the pipe
+        self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
+        self.spin = Spin(spin)
+        self._checked = time.monotonic()  # when recv last looked for dead workers
+
+    # ---------------------------------------------------------------- the hooks
+    def reset(self, seeds: list[int | None] | None, workers: list[int] | None = None) -> None:
+        super().reset(seeds, np.flatnonzero(~self.slotted).tolist())
+        self.flying[:] = self.resetting[:] = self.unread[:] = False
+        self.messages.clear()
+        for w in np.flatnonzero(self.slotted).tolist():
+            worker = self.venv.workers[w]
+            env_ids = np.arange(worker.first_index, worker.stop)
+            seqs = self.slots.reset_seqs(env_ids)
+            self.flying[env_ids] = self.resetting[env_ids] = True
+            own = None if seeds is None else seeds[worker.first_index:worker.stop]
+            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own, seqs.tolist()))
+
+    def send(self, actions: Any, env_ids: np.ndarray) -> None:
+        mask = self.env_slotted[env_ids]
+        if not mask.all():
+            super().send(split_actions(actions, np.flatnonzero(~mask)), env_ids[~mask])
+        env_ids = env_ids[mask]
+        if len(env_ids) == 0:
+            return
+        self.actions[env_ids] = actions if len(env_ids) == len(mask) else actions[mask]
+        self.slots.request(env_ids)  # after the actions: a worker that sees it finds them
+        self.flying[env_ids] = True
+        for w in self._owners(env_ids):
+            if self.slots.sleeping(w):
+                self._post(w, Command.WAKE, None)
+
+    def recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            if time.monotonic() - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
+                self._checked = time.monotonic()
+                self._watch_workers(0.0)
+            while self._scan() < count:
+                if self.busy:  # the parent's own slice: step it now
+                    self.collect(deadline, timeout)
+                elif not self._wait(deadline):
+                    raise self.timeout_error(timeout)
+            return self.take(count)
+        except EnvTimeoutError:
+            raise  # still in flight: the caller may recv again
+        except BaseException:
+            self.abort()
+            raise
+
+    def _owners(self, env_ids: np.ndarray) -> list[int]:
+        """The workers of ``env_ids``, once each."""
+        owners = np.zeros(len(self.slotted), np.bool_)
+        owners[self.worker_of[env_ids]] = True
+        return np.flatnonzero(owners).tolist()
+
+    def in_flight(self) -> list[int]:
+        return sorted(super().in_flight() + np.flatnonzero(self.flying).tolist())
+
+    # ------------------------------------------------------------------ the work
+    def _scan(self) -> int:
+        """Move the envs that finished into ``ready``; how many are ready now."""
+        flying = np.flatnonzero(self.flying)
+        if len(flying):
+            done = flying[self.slots.finished(flying)]
+            if len(done):
+                self.flying[done] = False
+                self.unread[done] = self.slots.answered[done] & 1
+                self.ready.extend(done.tolist())
+        return len(self.ready)
+
+    def _any_finished(self) -> bool:
+        flying = np.flatnonzero(self.flying)
+        return bool(self.slots.finished(flying).any())
+
+    def _wait(self, deadline: float | None) -> bool:
+        """Until an env finishes (True) or ``deadline`` passes (False); a dead worker is
+        handled (restarted: its envs are ready) or raised as soon as it is seen."""
+        start = time.perf_counter()
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        budget = self.spin.budget() if remaining is None else min(self.spin.budget(), remaining)
+        if spin_until(self._any_finished, budget):
+            self.spin.record(time.perf_counter() - start)
+            return True
+        nap = NAP_MIN_S
+        while not self._any_finished():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            if self._watch_workers(nap if remaining is None else min(nap, remaining)):
+                return True
+            nap = min(2 * nap, PARENT_NAP_MAX_S)
+        self.spin.record(time.perf_counter() - start)
+        return True
+
+    def _watch_workers(self, seconds: float) -> bool:
+        """Sleep up to ``seconds`` on the processes with envs in flight; True if one died."""
+        by_sentinel = {self._process(w).sentinel: w for w in self._owners(np.flatnonzero(self.flying))}
+        dead = wait(list(by_sentinel), seconds) if by_sentinel else []
+        for sentinel in dead:
+            self._died(by_sentinel[sentinel])
+        return bool(dead)
+
+    def take(self, count: int) -> VecEnvRecvReturn:
+        """Read what the envs about to be returned have to say (vectorized: only the envs
+        with a message or a reset cost Python work), then return them."""
+        env_ids = np.array(self.ready[:count], np.int64)
+        mine = env_ids[self.env_slotted[env_ids]]
+        if self.infos:  # restarted envs carry their infos already
+            mine = mine[~np.isin(mine, list(self.infos))]
+        talking = (self.slots.answered[mine] & 1).astype(np.bool_)
+        quiet = mine[~talking]
+        for i in quiet[self.resetting[quiet] | self.venv.buffers.dones[quiet]].tolist():
+            self._store_info(i, {}, None)
+        for i in mine[talking].tolist():
+            if i not in self.infos:  # a failure of its worker may have flagged it meanwhile
+                message = self._message(i)
+                if message is not None:
+                    self._store_info(i, *message.outcome.value)
+        self.resetting[mine] = False
+        return super().take(count)
+
+    def _store_info(self, i: int, info: dict[str, Any], reset_info: dict[str, Any] | None) -> None:
+        """Env ``i``'s info, and its reset info after a reset or an episode's end."""
+        if self.resetting[i]:
+            self.venv.reset_infos[i] = info
+            self.infos[i] = dict(info)
+            return
+        self.infos[i] = info
+        if self.venv.buffers.dones[i]:
+            self.venv.reset_infos[i] = reset_info or {}
+
+    def _message(self, i: int) -> EnvMessage | None:
+        """Env ``i``'s message (None if it reported a failure, handled by now)."""
+        w = int(self.worker_of[i])
+        while i not in self.messages:
+            try:
+                self._read_one(w)
+            except WorkerDied:
+                self._died(w)
+                return None
+        message = self.messages.pop(i)
+        if not message.outcome.ok:
+            self._failed(w, message.outcome.value)
+            return None
+        return message
+
+    # ---------------------------------------------------------------- failures
+    def _died(self, w: int) -> None:
+        process = self._process(w)
+        process.join(1.0)
+        worker = self.venv.workers[w]
+        i = self.slots.stepping(w)
+        i = worker.first_index if i is None else i
+        self._failed(w, WorkerFailure(i, "step", f"worker {w} {describe_exit(process.exitcode)} while "
+                                                 f"stepping env {i}", ""))
+
+    def _failed(self, w: int, failure: WorkerFailure) -> None:
+        """Raise the failure, or (``on_error="restart"``) replace the worker and flag its envs."""
+        worker = self.venv.workers[w]
+        envs = np.arange(worker.first_index, worker.stop)
+        error = self.venv._restart(w, failure, "recv")  # raises unless restarting
+        for i in envs.tolist():
+            self.messages.pop(i, None)
+        self.unread[envs] = False  # the old worker's pipe is gone
+        in_flight = envs[self.flying[envs]]
+        self.flying[envs] = self.resetting[envs] = False
+        waiting = envs[np.isin(envs, np.array(self.ready, np.int64))]
+        self.flag_restarted(np.concatenate([in_flight, waiting]), error)
+        self.ready.extend(in_flight.tolist())
+
+    def abort(self) -> None:
+        """After a failed recv: let the envs still stepping finish (or kill their worker)
+        and read every message still due, so the pipes carry replies only again."""
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        while self.flying.any() and time.monotonic() < deadline:
+            self._scan()
+            time.sleep(NAP_MIN_S)
+        for w in np.unique(self.worker_of[self.flying]).tolist():
+            self.venv.workers[w].kill()
+        for w in np.unique(self.worker_of[self.unread]).tolist():
+            try:
+                while self.unread[self.worker_of == w].any():
+                    self._read_one(w)
+            except WorkerDied:
+                pass
+        self.flying[:] = self.resetting[:] = self.unread[:] = False
+        self._forget()
+        self.messages.clear()
+
+    def _read_one(self, w: int) -> None:
+        """Read the next message of worker ``w`` into ``messages`` (a stale one is dropped)."""
+        message: EnvMessage = self._worker(w).recv_message()
+        self.unread[message.env] = False
+        if message.seq == self.slots.expected[message.env]:
+            self.messages[message.env] = message  # else from a round given up
+
+    def _post(self, w: int, command: Command, request: Any) -> None:
+        """A command answered per env in the slots; a dead worker is found by ``_wait``."""
+        try:
+            self.venv.workers[w].send(command, request)
+        except WorkerDied:
+            pass
+
+    def _worker(self, w: int) -> SubprocWorker:
+        """Worker ``w``, a process (the slotted workers are)."""
+        return cast(SubprocWorker, self.venv.workers[w])
+
+    def _process(self, w: int) -> Any:
+        return self._worker(w).process
