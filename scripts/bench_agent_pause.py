@@ -2,8 +2,8 @@
 
 A real agent spends time between ``step()`` calls (a policy forward pass, a learning
 update). Meanwhile the workers wait: they spin for a while, then sleep, and how fast a
-sleeping worker notices the next step decides what the step costs. This times ``step()``
-alone, with a busy pause of ``--pause-ms`` (the agent) between steps.
+sleeping worker notices the next step decides what the step costs. This times each
+``step()`` alone, with a busy pause of ``--pause-ms`` (the agent) between steps.
 
 Usage:
     python scripts/bench_agent_pause.py                      # pauses 0, 1, 5, 20 ms
@@ -11,55 +11,60 @@ Usage:
 """
 from __future__ import annotations
 
-import argparse
 import sys
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+SCRIPTS = Path(__file__).resolve().parent
+for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
-import gymnasium as gym  # noqa: E402
+from functools import partial  # noqa: E402
+
 import numpy as np  # noqa: E402
 
+from bench.args import parse  # noqa: E402
+from bench.envs import make_env  # noqa: E402
+from bench.table import LatencyStats, markdown_table  # noqa: E402
+from bench.timing import time_calls  # noqa: E402
 from vec_envs import SubprocVecEnv  # noqa: E402
 
+WARMUP_STEPS = 10
 
-def make_env() -> gym.Env:
-    return gym.make("CartPole-v1")
+
+@dataclass
+class Args:
+    """The command line of ``bench_agent_pause.py``."""
+
+    pause_ms: tuple[float, ...] = field(default=(0.0, 1.0, 5.0, 20.0), metadata={
+        "help": "the agent's busy pauses between steps, in ms", "type": float})
+    steps: int = field(default=300, metadata={"help": "steps timed per pause"})
+    num_envs: int = field(default=8, metadata={"help": "CartPole-v1 envs"})
+
+
+def _check(args: Args) -> str | None:
+    """What is wrong with ``args`` (None: nothing)."""
+    if args.steps < 1 or args.num_envs < 1 or not args.pause_ms or min(args.pause_ms) < 0:
+        return (f"--steps and --num-envs must be >= 1 and --pause-ms at least one value >= 0; received "
+                f"{args.steps}, {args.num_envs}, {list(args.pause_ms)}")
+    return None
 
 
 def step_times(pause_s: float, steps: int, num_envs: int) -> np.ndarray:
-    """Milliseconds of each ``step()`` (the first 10 dropped), with a busy pause between steps."""
-    with SubprocVecEnv([make_env] * num_envs) as venv:
+    """Seconds of each ``step()`` after a warm-up, with a busy pause after each."""
+    with SubprocVecEnv([partial(make_env, "cartpole")] * num_envs) as venv:
         venv.reset()
-        actions = np.zeros(num_envs, np.int64)
-        times = []
-        for _ in range(steps + 10):
-            start = time.perf_counter()
-            venv.step(actions)
-            times.append(time.perf_counter() - start)
-            end = time.perf_counter() + pause_s
-            while time.perf_counter() < end:  # the agent thinks, on the CPU
-                pass
-    return 1e3 * np.array(times[10:])
+        actions = np.zeros((WARMUP_STEPS + steps, num_envs), np.int64)
+        return time_calls(venv.step, actions, pause_s)[WARMUP_STEPS:]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pause-ms", type=float, nargs="*", default=[0.0, 1.0, 5.0, 20.0],
-                        help="agent pauses between steps, in ms")
-    parser.add_argument("--steps", type=int, default=300, help="steps timed per pause")
-    parser.add_argument("--num-envs", type=int, default=8, help="CartPole-v1 envs")
-    args = parser.parse_args()
-    if args.steps < 1 or args.num_envs < 1 or any(p < 0 for p in args.pause_ms):
-        parser.error("--steps and --num-envs must be >= 1, pauses >= 0")
-    print(f"SubprocVecEnv(), CartPole-v1 x {args.num_envs}, {args.steps} steps per pause")
-    for pause in args.pause_ms:
-        t = step_times(pause / 1e3, args.steps, args.num_envs)
-        print(f"pause {pause:5.1f} ms: step median {np.median(t):.3f} ms, p90 {np.percentile(t, 90):.3f} ms, "
-              f"mean {t.mean():.3f} ms")
+def main(argv: list[str] | None = None) -> None:
+    args = parse(Args, argv, __doc__.splitlines()[0], _check)
+    rows = [[f"{pause:g}", *LatencyStats.of(step_times(pause / 1e3, args.steps, args.num_envs)).cells()]
+            for pause in args.pause_ms]
+    print(f"SubprocVecEnv(), CartPole-v1 x {args.num_envs}, {args.steps} steps timed per pause\n")
+    print("\n".join(markdown_table(["agent pause ms", *(f"step {h}" for h in LatencyStats.HEADER)], rows)))
 
 
 if __name__ == "__main__":

@@ -9,30 +9,42 @@ call. Ray runs locally (started by the first RayVecEnv, stopped at the end).
 Usage:
     python scripts/bench_ray.py                          # CartPole-v1 x 64 and ALE/Pong-v5 x 8
     python scripts/bench_ray.py --steps 100 --repeats 1  # a quick look
+    python scripts/bench_ray.py --workloads cartpole     # CartPole-v1 x 64 only
     RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_AUTH_MODE=disabled python scripts/bench_ray.py
                                                          # the local Ray runtime on loopback only
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field, fields
-from typing import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
 
-import gymnasium as gym
-import numpy as np
+SCRIPTS = Path(__file__).resolve().parent
+for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
+from bench.args import parse  # noqa: E402
+from bench.envs import ENVS, make_env  # noqa: E402
+from bench.table import LatencyStats, fmt, markdown_table  # noqa: E402
+from bench.timing import presample, time_calls  # noqa: E402
 from vec_envs import RayVecEnv, SubprocVecEnv  # noqa: E402
+
+WORKLOADS = {"cartpole": 64, "pong": 8}   # env of bench.envs -> envs in the batch
+BACKENDS: dict[str, Any] = {"SubprocVecEnv": SubprocVecEnv, "RayVecEnv": RayVecEnv}
 
 
 @dataclass
 class Args:
+    """The command line of ``bench_ray.py``."""
+
+    workloads: str = field(default="cartpole,pong", metadata={
+        "help": "comma-separated: cartpole (CartPole-v1 x 64), pong (ALE/Pong-v5 x 8)"})
     steps: int = field(default=300, metadata={"help": "timed step() calls per measurement"})
     warmup: int = field(default=30, metadata={"help": "untimed step() calls before each measurement"})
     repeats: int = field(default=3, metadata={"help": "measurements per (workload, backend), round-robin"})
@@ -40,93 +52,83 @@ class Args:
     pings: int = field(default=300, metadata={"help": "no-op Ray actor calls timed for the bare round trip"})
 
 
-WORKLOADS = {"CartPole-v1 x 64": ("CartPole-v1", 64), "ALE/Pong-v5 x 8": ("ALE/Pong-v5", 8)}
-BACKENDS: dict[str, Callable] = {"SubprocVecEnv": SubprocVecEnv, "RayVecEnv": RayVecEnv}
+def _check(args: Args) -> str | None:
+    """What is wrong with ``args`` (None: nothing)."""
+    unknown = set(args.workloads.split(",")) - set(WORKLOADS)
+    if unknown:
+        return f"--workloads: unknown {sorted(unknown)}; expected a comma-separated subset of {list(WORKLOADS)}"
+    if min(args.steps, args.repeats, args.pings) < 1 or args.warmup < 0:
+        return "--steps, --repeats and --pings must be >= 1, --warmup >= 0"
+    if args.in_series != "auto" and not args.in_series.isdigit():
+        return f'--in-series must be a positive int or "auto"; received {args.in_series!r}'
+    return None
 
 
-def make_env(env_id: str) -> Callable[[], gym.Env]:
-    """A factory that registers the ALE envs in whichever process builds the env."""
-    def thunk() -> gym.Env:
-        if env_id.startswith("ALE/"):
-            import ale_py
-
-            gym.register_envs(ale_py)
-        return gym.make(env_id)
-    return thunk
-
-
-def measure(backend: Callable, env_id: str, num_envs: int, args: Args) -> dict:
-    """Build, reset, warm up, then time ``args.steps`` single steps."""
+def measure(backend: Any, env: str, args: Args) -> dict[str, Any]:
+    """Build and reset (timed), warm up, then time ``args.steps`` single steps."""
+    num_envs = WORKLOADS[env]
     in_series = args.in_series if args.in_series == "auto" else int(args.in_series)
     start = time.perf_counter()
-    venv = backend([make_env(env_id)] * num_envs, in_series=in_series)
+    venv = backend([partial(make_env, env)] * num_envs, in_series=in_series)
     try:
         venv.seed(0)
         venv.reset()
         build_s = time.perf_counter() - start
-        actions = np.random.default_rng(0).integers(0, venv.action_space.n, (args.warmup + args.steps, num_envs))
-        for action in actions[:args.warmup]:
-            venv.step(action)
-        latencies = []
-        for action in actions[args.warmup:]:
-            t = time.perf_counter()
-            venv.step(action)
-            latencies.append(time.perf_counter() - t)
+        actions = presample(venv.action_space, num_envs, args.warmup + args.steps, seed=0)
+        time_calls(venv.step, actions[:args.warmup])
+        seconds = time_calls(venv.step, actions[args.warmup:])
         workers = len(venv.workers)
     finally:
         venv.close()
-    return {"build_s": build_s, "workers": workers, "latency_ms": 1000 * statistics.median(latencies),
-            "p90_ms": 1000 * float(np.percentile(latencies, 90)),
-            "steps_per_s": num_envs * len(latencies) / sum(latencies)}
+    return {"build_s": build_s, "workers": workers, "latency": LatencyStats.of(seconds),
+            "steps_per_s": num_envs * len(seconds) / seconds.sum()}
 
 
-def ray_round_trip_ms(pings: int) -> float:
-    """Median milliseconds of a no-op call on a fresh RayVecEnv actor."""
+def ray_round_trip(pings: int) -> LatencyStats:
+    """Call times of a no-op method on a fresh RayVecEnv actor."""
     import ray
 
-    with RayVecEnv([make_env("CartPole-v1")]) as venv:
+    with RayVecEnv([partial(make_env, "cartpole")]) as venv:
         actor = venv.workers[0].actor
         ray.get(actor.where.remote())
-        times = []
-        for _ in range(pings):
-            t = time.perf_counter()
-            ray.get(actor.where.remote())
-            times.append(time.perf_counter() - t)
-    return 1000 * statistics.median(times)
+        return LatencyStats.of(time_calls(lambda _: ray.get(actor.where.remote()), range(pings)))
 
 
-def report(results: dict, round_trip_ms: float, args: Args) -> None:
+def report(results: dict[tuple[str, str], list[dict[str, Any]]], round_trip: LatencyStats, args: Args) -> None:
+    """One row per (workload, backend): medians over the repeats."""
+    rows = []
+    for (env, backend), runs in results.items():
+        latency = [run["latency"].median_ms for run in runs]
+        p90 = [run["latency"].p90_ms for run in runs]
+        rows.append([f"{ENVS[env]} x {WORKLOADS[env]}", backend, str(runs[0]["workers"]),
+                     fmt(statistics.median(r["build_s"] for r in runs), ".1f"),
+                     f"{statistics.median(latency):.2f} ({statistics.median(p90):.2f})",
+                     fmt(statistics.median(r["steps_per_s"] for r in runs))])
     print(f"\n{os.cpu_count()} CPUs, in_series={args.in_series!r}, {args.steps} timed steps, "
           f"median of {args.repeats} repeat(s)\n")
-    print("| workload | backend | workers | build s | step latency ms (p90) | env steps/s |")
-    print("|---|---|---:|---:|---:|---:|")
-    for (workload, backend), runs in results.items():
-        med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-        print(f"| {workload} | {backend} | {med['workers']:.0f} | {med['build_s']:.1f} | "
-              f"{med['latency_ms']:.2f} ({med['p90_ms']:.2f}) | {med['steps_per_s']:,.0f} |")
-    print(f"\nbare Ray round trip (no-op actor call): {round_trip_ms:.2f} ms median")
+    header = ["workload", "backend", "workers", "build s", "step latency ms (p90)", "env steps/s"]
+    print("\n".join(markdown_table(header, rows, "llrrrr")))
+    print(f"\nbare Ray round trip (no-op actor call): {round_trip.median_ms:.2f} ms median")
 
 
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for f in fields(Args):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
-                            help=f.metadata["help"])
-    return Args(**vars(parser.parse_args()))
+def main() -> None:
+    args = parse(Args, None, __doc__.split("\n\n")[0], _check)
+    # workers (spawned processes, Ray actors) import vec_envs and bench from here, wherever we run from
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS.parent), str(SCRIPTS),
+                                                             os.environ.get("PYTHONPATH")]))
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    try:
+        for env in args.workloads.split(","):
+            for _ in range(args.repeats):
+                for name, backend in BACKENDS.items():
+                    results.setdefault((env, name), []).append(measure(backend, env, args))
+        round_trip = ray_round_trip(args.pings)
+    finally:
+        import ray
+
+        ray.shutdown()  # the runtime the first RayVecEnv started
+    report(results, round_trip, args)
 
 
 if __name__ == "__main__":
-    args = parse_args()
-    # workers (spawned processes, Ray actors) import vec_envs from the repo, wherever we run from
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
-    results: dict = {}
-    for workload, (env_id, num_envs) in WORKLOADS.items():
-        for _ in range(args.repeats):
-            for name, backend in BACKENDS.items():
-                results.setdefault((workload, name), []).append(measure(backend, env_id, num_envs, args))
-                print(f"{workload} / {name}: {results[workload, name][-1]}", file=sys.stderr, flush=True)
-    round_trip = ray_round_trip_ms(args.pings)
-    import ray
-
-    ray.shutdown()  # the runtime the first RayVecEnv started
-    report(results, round_trip, args)
+    main()

@@ -1,0 +1,272 @@
+"""The contenders: every way the benchmark steps a workload, and how each is built.
+
+A method is a row of the report. Its ``family`` picks the builder (raw env loop, the
+machine ceiling, ours, ALEVecEnv, gymnasium, SB3, EnvPool); ``options`` are that
+builder's arguments. ``unavailable`` says why a method cannot run here (a package not
+installed, a backend without the asynchronous API), so the report can say it plainly.
+
+Example:
+    >>> from bench.workloads import WORKLOADS
+    >>> METHODS["subproc-async"].label
+    'SubprocVecEnv() recv/send, batch_size num_envs/2'
+    >>> unavailable(METHODS["gym-sync"], WORKLOADS["W1"]) is None
+    True
+    >>> unavailable(METHODS["envpool"], WORKLOADS["W5"])
+    'EnvPool (sync) cannot run W5'
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.steppers import (
+    EnvPoolRecvSendStepper,
+    EnvPoolStepper,
+    GymVectorStepper,
+    RawStepper,
+    RecvSendStepper,
+    Stepper,
+    VecEnvStepper,
+)
+from bench.workloads import Workload
+
+__all__ = ["Method", "METHODS", "unavailable", "build", "batch_size_of"]
+
+EnvFns = list[Callable[[], Any]]
+ATARI = ("W3", "W4", "M3", "M4")
+ATARI_ENVS = ("pong", "breakout")
+NOT_BUSY = ("W1", "W2", "M1", *ATARI)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way to step a workload.
+
+    Attributes:
+        key: command-line name.
+        label: the report's name for it.
+        family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool).
+        options: that builder's arguments.
+        recv_send: driven by ``recv`` / ``send``, ``batch_size = num_envs // batch_divisor``.
+        batch_divisor: see ``recv_send``.
+        quick: part of the ``--quick`` subset.
+        workloads: the workloads it can run (None: all).
+    """
+
+    key: str
+    label: str
+    family: str
+    options: dict[str, Any] = field(default_factory=dict)
+    recv_send: bool = False
+    batch_divisor: int = 2
+    quick: bool = False
+    workloads: tuple[str, ...] | None = None
+
+    @property
+    def ours(self) -> bool:
+        """One of vec_envs' backends."""
+        return self.family in ("ours", "ale")
+
+
+def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tuple[str, ...] | None = None,
+          **options: Any) -> list[Method]:
+    """The lock-step method of one of our backends and its recv/send twin."""
+    options = {"backend": backend, **options}
+    return [Method(key, label, "ours", options, quick=quick, workloads=workloads),
+            Method(f"{key}-async", f"{label} recv/send, batch_size num_envs/2", "ours", options,
+                   recv_send=True, quick=quick, workloads=workloads)]
+
+
+METHODS: dict[str, Method] = {m.key: m for m in [
+    Method("raw", "raw (1 env, plain loop)", "raw"),
+    Method("ceiling", "machine ceiling (1 raw loop per core, at once)", "ceiling", quick=True),
+    *_ours("dummy", "DummyVecEnv", "DummyVecEnv", quick=True),
+    *_ours("subproc", "SubprocVecEnv()", "SubprocVecEnv", quick=True),
+    Method("subproc-noshm", "SubprocVecEnv(shared_memory=False)", "ours",
+           {"backend": "SubprocVecEnv", "shared_memory": False}),
+    *_ours("subproc-1", "SubprocVecEnv(in_series=1)", "SubprocVecEnv", in_series=1,
+           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),
+    *_ours("subproc-2", "SubprocVecEnv(in_series=2)", "SubprocVecEnv", in_series=2,
+           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),
+    *_ours("ray", "RayVecEnv()", "RayVecEnv"),
+    Method("ale", "ALEVecEnv", "ale", quick=True, workloads=ATARI),
+    Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True, quick=True,
+           workloads=ATARI),
+    Method("ale-async-4", "ALEVecEnv recv/send, batch_size num_envs/4", "ale", recv_send=True, batch_divisor=4,
+           workloads=ATARI),
+    Method("ale-engine", "ale-py AtariVectorEnv (the C++ engine under ALEVecEnv)", "ale-engine", workloads=ATARI),
+    Method("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", {"cls": "SyncVectorEnv"}, quick=True),
+    Method("gym-async", "gymnasium AsyncVectorEnv(shared_memory=True)", "gymnasium",
+           {"cls": "AsyncVectorEnv", "shared_memory": True}),
+    Method("sb3-dummy", "SB3 DummyVecEnv", "sb3", {"cls": "DummyVecEnv"}),
+    Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"},
+           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),  # a process (with torch) per env
+    Method("envpool", "EnvPool (sync)", "envpool", workloads=NOT_BUSY),
+    Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True,
+           workloads=NOT_BUSY),
+]}
+
+
+def batch_size_of(method: Method, workload: Workload) -> int:
+    """Envs per ``recv`` of a recv/send method; the whole batch for a lock-step one."""
+    return max(1, workload.num_envs // method.batch_divisor) if method.recv_send else workload.num_envs
+
+
+def load_ours(name: str) -> Any:
+    """``vec_envs.<name>``; ImportError when this checkout of vec_envs has no such backend."""
+    import vec_envs
+
+    cls = getattr(vec_envs, name, None)
+    if cls is None:
+        raise ImportError(f"vec_envs has no {name}")
+    return cls
+
+
+def _installed(module: str) -> bool:
+    """``module`` can be imported here (checked without importing it)."""
+    return importlib.util.find_spec(module) is not None
+
+
+def unavailable(method: Method, workload: Workload) -> str | None:
+    """Why ``method`` cannot run ``workload`` here, or None when it can."""
+    if method.workloads is not None and workload.key not in method.workloads:
+        return f"{method.label} cannot run {workload.key}"
+    if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
+        return f'{method.label}: not installed (ale-py: pip install -e ".[atari]")'
+    backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
+    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py"}.get(method.family)
+    needs = "ray" if backend == "RayVecEnv" else needs
+    if needs and not _installed(needs):
+        return f"{method.label}: not installed ({needs})"
+    if backend is None:
+        return None
+    try:
+        cls = load_ours(backend)
+    except ImportError as exc:
+        return f"{method.label}: not available ({exc})"
+    if method.recv_send and "batch_size" not in inspect.signature(cls).parameters:
+        return f"{method.label}: not available (vec_envs.{backend} takes no batch_size)"
+    return None
+
+
+def _frame_stacked(venv: Any, workload: Workload, note: str) -> tuple[Any, bool, str]:
+    """``venv`` under ``wrappers.VecFrameStack`` when the workload stacks frames."""
+    if not workload.frame_stack:
+        return venv, False, note
+    from wrappers import VecFrameStack
+
+    note = "; ".join(filter(None, [note, "frame stack: wrappers.VecFrameStack"]))
+    return VecFrameStack(venv, workload.frame_stack), True, note
+
+
+def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """One of our backends with its options (``batch_size`` for recv/send), frame-stacked
+    by ``wrappers.VecFrameStack``."""
+    options = dict(method.options)
+    cls = load_ours(options.pop("backend"))
+    if method.recv_send:
+        options["batch_size"] = batch_size_of(method, workload)
+    venv = cls(env_fns, **options)
+    note = f"in_series resolved to {venv.in_series}" if hasattr(venv, "in_series") else ""
+    venv, stacked, note = _frame_stacked(venv, workload, note)
+    stepper = RecvSendStepper if method.recv_send else VecEnvStepper
+    return stepper(venv, stacked, note)
+
+
+ALE_COMMON = {"repeat_action_probability": 0.25, "episode_life": False, "clip_rewards": False,
+              "fire_reset": False, "frame_skip": 4}
+ALE_TASKS = {  # the options of ALEVecEnv that give each Atari env of bench.envs
+    "pong": ("Pong", {**ALE_COMMON, "noop_max": 0, "warp_frame": False, "grayscale": False}),
+    "breakout": ("Breakout", {**ALE_COMMON, "noop_max": 30}),
+}
+
+
+def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """``vec_envs.ALEVecEnv``: C++ threads, its own preprocessing and frame stack."""
+    game, options = ALE_TASKS[workload.env]
+    venv = load_ours("ALEVecEnv")(game, workload.num_envs, seed=seed, frame_stack=workload.frame_stack or 1,
+                                  batch_size=batch_size_of(method, workload), **options)
+    note = "its own preprocessing and frame stack (C++ threads)"
+    stepper = RecvSendStepper if method.recv_send else VecEnvStepper
+    return stepper(venv, True, note)
+
+
+ENGINE_COMMON: dict[str, Any] = {"autoreset_mode": "SameStep", "repeat_action_probability": 0.25,
+                                 "use_fire_reset": False, "reward_clipping": False, "episodic_life": False}
+# ale-py's AtariVectorEnv options that give each Atari env of bench.envs
+ENGINE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "pong": ("pong", {"stack_num": 1, "img_height": 210, "img_width": 160, "grayscale": False, "maxpool": False,
+                      "noop_max": 0}),
+    "breakout": ("breakout", {"stack_num": 4, "noop_max": 30}),
+}
+
+
+def build_ale_engine(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """ale-py's ``AtariVectorEnv`` alone: the engine ALEVecEnv puts our API on."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    game, options = ENGINE_TASKS[workload.env]
+    envs = AtariVectorEnv(game, workload.num_envs, **ENGINE_COMMON, **options)
+    return GymVectorStepper(envs, envs.single_action_space, True, "same-step auto-reset, no API on top")
+
+
+def build_gymnasium(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """A gymnasium vector env with same-step auto-reset (the work our backends do)."""
+    import gymnasium
+
+    options = dict(method.options)
+    cls = getattr(gymnasium.vector, options.pop("cls"))
+    envs = cls(env_fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP, **options)
+    return GymVectorStepper(envs, envs.single_action_space)
+
+
+def build_sb3(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """Stable-Baselines3's DummyVecEnv or SubprocVecEnv with its default arguments."""
+    from stable_baselines3.common import vec_env
+
+    return VecEnvStepper(getattr(vec_env, method.options["cls"])(env_fns))
+
+
+ENVPOOL_ATARI = {"episodic_life": False, "reward_clip": False, "repeat_action_probability": 0.25,
+                 "use_fire_reset": False}
+ENVPOOL_TASKS = {
+    "cartpole": ("CartPole-v1", {}),
+    "pong": ("Pong-v5", {**ENVPOOL_ATARI, "img_height": 210, "img_width": 160, "gray_scale": False,
+                         "stack_num": 1, "noop_max": 1}),
+    "breakout": ("Breakout-v5", {**ENVPOOL_ATARI, "stack_num": 4}),
+}
+
+
+def build_envpool(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """EnvPool's own envs (its Atari preprocessing and frame stack stand in for ours)."""
+    import envpool
+
+    task, options = ENVPOOL_TASKS[workload.env]
+    batch_size = batch_size_of(method, workload)
+    envs = envpool.make_gymnasium(task, num_envs=workload.num_envs, batch_size=batch_size, seed=seed,
+                                  **options)
+    note = "its own C++ envs and preprocessing; next-step auto-reset"
+    if method.recv_send:
+        return EnvPoolRecvSendStepper(envs, envs.action_space, batch_size, bool(workload.frame_stack), note)
+    return EnvPoolStepper(envs, envs.action_space, bool(workload.frame_stack), note)
+
+
+def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """Env 0 of the workload, alone."""
+    return RawStepper(env_fns[0]())
+
+
+BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
+    "raw": build_raw, "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine,
+    "gymnasium": build_gymnasium,
+    "sb3": build_sb3, "envpool": build_envpool,
+}
+
+
+def build(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """The stepper of ``method`` on ``workload`` (not the ceiling: ``bench.ceiling`` measures that)."""
+    return BUILDERS[method.family](workload, env_fns, method, seed)
