@@ -19,7 +19,8 @@ extras = {
 # The test extra installs every other extra, so no test is skipped; torch is pinned to the
 # release whose CPU build lies on the CI machines (no CUDA download).
 extras["test"] = sorted(
-    {"pytest>=8.1", "pytest-timeout>=2.2", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1", "torch==2.13.0"}
+    {"pytest>=8.1", "pytest-timeout>=2.2", "hypothesis>=6.100", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1",
+     "torch==2.13.0"}
     | {req for name in ("atari", "ray", "video", "bench", "sb3") for req in extras[name]}
 )
 
