@@ -67,6 +67,7 @@ class AsyncEnvs:
         self.cls, self.num_envs, self.batch_size = cls, num_envs, batch_size
         self.status = np.zeros(num_envs, np.int8)
         self.flying = 0  # how many envs are IN_FLIGHT: lock-step calls check it, so O(1)
+        self.round = False  # an async round runs (some env is not IDLE): clear() has work to do
 
     def in_flight(self) -> np.ndarray:
         """The envs a ``recv`` may return, in index order."""
@@ -112,6 +113,7 @@ class AsyncEnvs:
         """``async_reset``: every env is in flight."""
         self.status[:] = _IN_FLIGHT
         self.flying = self.num_envs
+        self.round = True
 
     def returned(self, env_ids: np.ndarray) -> None:
         """``recv`` returned ``env_ids`` (envs in flight)."""
@@ -125,6 +127,7 @@ class AsyncEnvs:
 
     def clear(self) -> None:
         """No async round (a lock-step call, or a failure that ended the round)."""
-        if self.flying or (self.status != _IDLE).any():
+        if self.round:  # O(1) for lock-step calls, which clear before every step
             self.status[:] = _IDLE
+            self.round = False
         self.flying = 0

@@ -128,11 +128,15 @@ def make_writer(space: spaces.Space, batch: Any, path: tuple = ()) -> Callable[[
 
 def get_row(batch: VecEnvObs, i: int) -> Any:
     """The observation of env ``i`` (views into ``batch`` for array leaves)."""
+    if type(batch) is np.ndarray:
+        return batch[i]  # the usual case: one leaf
     return map_leaves(lambda leaf: leaf[i], batch)
 
 
 def copy_obs(obs: Any) -> Any:
     """A copy of a (batched or single) observation: ``np.copy`` per array leaf."""
+    if type(obs) is np.ndarray:
+        return obs.copy()  # the usual case: one leaf
     return map_leaves(lambda leaf: leaf.copy() if isinstance(leaf, (np.ndarray, list)) else leaf, obs)
 
 

@@ -196,10 +196,15 @@ class ResetReply(NamedTuple):
 
 
 class StepReply(NamedTuple):
-    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice."""
+    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice.
+
+    An env that ended has a non-empty info (its ``terminal_observation``), so the envs
+    of ``infos`` whose done is set are all the envs that ended: the parent finds them
+    there, and ``reset_infos`` holds those of their reset infos that are not empty.
+    """
 
     infos: Mapping[int, Info]
-    reset_infos: Mapping[int, Info]  # of the envs that ended and were reset in this step
+    reset_infos: Mapping[int, Info]  # the non-empty ones of the envs that ended and were reset
     arrays: Arrays | None
 
     @property
@@ -308,11 +313,12 @@ class SliceServer:
         if actions is None:  # the transport wrote them where we read them (attach)
             actions = self._actions.copy()
         infos = envs.step(actions)
+        if not any(infos):  # the usual step: no env said anything, so none ended
+            return StepReply({}, {}, self._arrays())
         sparse = {k: info for k, info in enumerate(infos) if info}
-        reset_infos = envs.reset_infos
-        ended = np.flatnonzero(envs.buffers.dones).tolist()
-        new_reset_infos = {k: reset_infos[k] for k in ended if reset_infos[k]}
-        return StepReply(sparse, new_reset_infos, self._arrays())
+        dones, reset_infos = envs.buffers.dones, envs.reset_infos
+        ended_infos = {k: reset_infos[k] for k in sparse if dones[k] and reset_infos[k]}
+        return StepReply(sparse, ended_infos, self._arrays())
 
     def _step_envs(self, request: StepEnvsRequest) -> StepEnvsReply:
         envs = self.envs

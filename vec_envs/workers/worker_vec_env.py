@@ -256,14 +256,15 @@ class WorkerVecEnv(VecEnvBase):
         return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
 
     def _store_step(self, w: int, reply: StepReply, infos: list[dict[str, Any]]) -> None:
+        """Store worker ``w``'s rows and infos; only envs with an info can have ended (StepReply)."""
         first = self.workers[w].first_index
         if reply.arrays is not None:
             self._store_arrays(first, reply.arrays)
+        dones = self.buffers.dones
         for k, info in reply.infos.items():
             infos[first + k] = info
-        ended = np.flatnonzero(self.buffers.dones[first:self.workers[w].stop])  # no Python loop over envs
-        for k in ended.tolist():
-            self.reset_infos[first + k] = reply.reset_infos.get(k, {})
+            if dones[first + k]:
+                self.reset_infos[first + k] = reply.reset_infos.get(k, {})
 
     def _flag_restarted(self, w: int, error: str, infos: list[dict[str, Any]]) -> None:
         worker = self.workers[w]
