@@ -121,6 +121,7 @@ class EnvSlice:
         """Write results into ``buffers`` (rows 0..len-1 are this slice's envs)."""
         self.buffers = buffers
         self._write_row = make_writer(self.observation_space, buffers.obs)
+        self._rewards, self._dones = buffers.rewards, buffers.dones  # one lookup each per step
 
     def _write(self, k: int, obs: Any, method: str) -> None:
         """Store env ``k``'s observation; a wrong one names the env and the method."""
@@ -153,14 +154,15 @@ class EnvSlice:
     def reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> Info:
         """Reset env ``k`` into its row (reward 0, done False there); returns its reset info."""
         self._reset_env(k, seed, options)
-        self.buffers.rewards[k] = 0.0
-        self.buffers.dones[k] = False
+        self._rewards[k] = 0.0
+        self._dones[k] = False
         return self.reset_infos[k]
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
-        """Step env k with ``actions[k]``; an env whose episode ended is reset at once."""
+        """Step env k with ``actions[k]`` (one action per env); an env whose episode ended
+        is reset at once."""
         step_env = self.step_env
-        return [step_env(k, actions[k]) for k in range(len(self.envs))]
+        return [step_env(k, action) for k, action in enumerate(actions)]
 
     def step_env(self, k: int, action: Any) -> Info:
         """Step env ``k`` into its row; if its episode ended, reset it at once. Its info."""
@@ -174,10 +176,12 @@ class EnvSlice:
             raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
         except Exception as exc:
             raise EnvCallFailed(index, "step") from exc
-        self.buffers.rewards[k] = reward
-        done = self.buffers.dones[k] = terminated or truncated
-        if done:
+        self._rewards[k] = reward
+        if terminated or truncated:
+            self._dones[k] = True
             info = self._auto_reset(k, info, truncated and not terminated)
+        else:
+            self._dones[k] = False
         if running is not None:
             running[0] = 0
         return info

@@ -103,10 +103,15 @@ class Messenger:
         """Outcomes of workers ``ws``; EnvTimeoutError (keeping what arrived) after ``timeout``."""
         ws = list(ws)
         deadline = None if timeout is None else time.monotonic() + timeout
-        waiting = [w for w in ws if w not in self._outcomes]
-        for w in [w for w in waiting if self.workers[w].is_local]:
-            self._collect(self.workers[w])  # the parent's own slice, stepped now
-            waiting.remove(w)
+        waiting = []
+        for w in ws:
+            if w in self._outcomes:
+                continue
+            worker = self.workers[w]
+            if worker.is_local:
+                self._collect(worker)  # the parent's own slice, stepped now
+            else:
+                waiting.append(w)
         while waiting:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = self.worker_class.wait([self.workers[w] for w in waiting], remaining)

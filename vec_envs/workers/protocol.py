@@ -299,8 +299,10 @@ class SliceServer:
         self.shared = True
 
     def _arrays(self) -> Arrays | None:
+        if self.shared:
+            return None
         buffers = self.envs.buffers
-        return None if self.shared else Arrays(buffers.obs, buffers.rewards, buffers.dones)
+        return Arrays(buffers.obs, buffers.rewards, buffers.dones)
 
     def _get_spaces(self, _: None) -> SpacesReply:
         return SpacesReply(self.envs.observation_space, self.envs.action_space)
