@@ -51,6 +51,19 @@ class SeededEnv(gym.Env):
         return ("pong", x * scale)
 
 
+class QuietEnv(SeededEnv):
+    """A SeededEnv whose step infos are all empty and whose reset info is empty on every
+    other reset: an auto-reset must still replace the previous reset info."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, info if self.resets % 2 else {}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {}
+
+
 class OptionsEnv(SeededEnv):
     """A SeededEnv whose reset info says which options it was reset with (None: none)."""
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.backends import BACKENDS
-from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, OptionsEnv, SeededEnv
+from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, OptionsEnv, QuietEnv, SeededEnv
 from tests.helpers import check_lockstep_misuse
 from vec_envs import tile_images
 from vec_envs.errors import ClosedEnvironmentError
@@ -56,6 +56,25 @@ def test_auto_reset_with_different_episode_lengths(make, closing):
             else:
                 assert "terminal_observation" not in infos[i]
             np.testing.assert_array_equal(obs[i], ref_obs)
+
+
+def test_quiet_envs_still_report_every_auto_reset(make, closing):
+    """Envs with empty step infos: the ended ones are still found (their terminal_observation),
+    and an empty reset info replaces the previous one."""
+    venv = closing(make([functools.partial(QuietEnv, length=2 + i) for i in range(N)]))
+    reference = [QuietEnv(length=2 + i) for i in range(N)]
+    venv.seed(3)
+    venv.reset()
+    for i, env in enumerate(reference):
+        env.reset(seed=3 + i)
+    for _ in range(9):
+        _, _, dones, infos = venv.step(np.zeros(N, dtype=np.int64))
+        for i, env in enumerate(reference):
+            _, _, terminated, _, _ = env.step(0)
+            assert dones[i] == terminated
+            assert set(infos[i]) == ({"terminal_observation", "TimeLimit.truncated"} if terminated else set())
+            if terminated:
+                assert venv.reset_infos[i] == env.reset()[1]
 
 
 def test_truncation_versus_termination(make, closing):
