@@ -4,11 +4,16 @@ Runs ``--num-envs`` CartPole-v1 envs for ``--seconds`` with random actions and p
 steps per second and the wall time per batch; ``--profile`` adds the parent's top
 functions by own time (cProfile). Lock-step ``step()`` by default, ``recv``/``send`` with
 ``--batch-size K``. ``--busy-ms 0.2`` adds pure-Python work to each step, 0.2 to 10 times
-that, drawn per step (stragglers: what asynchronous batches are for). To compare two
-versions of the code, run this script with each on ``PYTHONPATH`` in turn, alternating,
-in one shell command.
+that, drawn per step (stragglers: what asynchronous batches are for). ``--env zero``
+steps envs that cost nothing instead of CartPole, so the time per batch is what
+SubprocVecEnv itself costs (with ``--in-series N --step-in-parent``, N = ``--num-envs``, the
+parent steps them all itself and no worker process runs: its bookkeeping alone). To compare two versions of
+the code, run this script with each on ``PYTHONPATH`` in turn, alternating, in one shell
+command.
 
     python scripts/profile_parent.py --num-envs 256 --in-series 16 --profile
+    python scripts/profile_parent.py --num-envs 8 --env zero
+    python scripts/profile_parent.py --num-envs 8 --env zero --in-series 8 --step-in-parent
     python scripts/profile_parent.py --num-envs 256 --batch-size 128
     python scripts/profile_parent.py --num-envs 8 --busy-ms 0.2 --batch-size 4
 """
@@ -19,6 +24,7 @@ import cProfile
 import pstats
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -29,7 +35,9 @@ from vec_envs import SubprocVecEnv
 @dataclass
 class Args:
     num_envs: int = 256  #: CartPole-v1 envs
+    env: str = "cartpole"  #: cartpole, or zero: an env whose step costs nothing (SubprocVecEnv's own cost)
     in_series: str = "auto"  #: envs per worker process: an int or "auto"
+    step_in_parent: bool = False  #: the parent steps the last slice itself (default: SubprocVecEnv's choice)
     batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
     busy_ms: float = 0.0  #: pure-Python work per step: 1 to 10 times this many milliseconds
     seconds: float = 3.0  #: how long to measure (after a short warm-up)
@@ -66,7 +74,27 @@ class BusyCartPole(gym.Wrapper):
         return self.env.step(action)
 
 
-def make_env(busy_ms: float) -> gym.Env:
+class ZeroCostEnv(gym.Env):
+    """CartPole's spaces, a step that does nothing: episodes of 500 steps, then truncated."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.obs, self.t = np.zeros(4, np.float32), 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        self.t = 0
+        return self.obs, {}
+
+    def step(self, action: int) -> tuple:
+        self.t += 1
+        return self.obs, 1.0, False, self.t >= 500, {}
+
+
+def make_env(busy_ms: float, env: str = "cartpole") -> gym.Env:
+    if env == "zero":
+        return ZeroCostEnv()
     return BusyCartPole(busy_ms) if busy_ms > 0 else gym.make("CartPole-v1")
 
 
@@ -100,14 +128,22 @@ def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
 def measure(args: Args) -> None:
     in_series: int | str = args.in_series if args.in_series == "auto" else int(args.in_series)
     profiler = cProfile.Profile() if args.profile else None
-    batches = {} if args.batch_size is None else {"batch_size": args.batch_size}  # older versions: none
-    busy_ms = args.busy_ms
-    with SubprocVecEnv([lambda: make_env(busy_ms)] * args.num_envs, in_series=in_series, **batches) as venv:
+    options: dict[str, Any] = {} if args.batch_size is None else {"batch_size": args.batch_size}  # older: none
+    if args.step_in_parent:
+        options["step_in_parent"] = True
+    busy_ms, env = args.busy_ms, args.env
+    if env not in ("cartpole", "zero"):
+        raise SystemExit(f"--env must be cartpole or zero, received {env!r}")
+    venv = SubprocVecEnv([lambda: make_env(busy_ms, env)] * args.num_envs, in_series=in_series, **options)
+    try:
         steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
         mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
         busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
-        print(f"CartPole-v1{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
-              f"{wall / batches * 1e6:,.0f} us per batch")
+        name = "zero-cost env" if env == "zero" else "CartPole-v1"
+        print(f"{name}{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
+              f"{wall / batches * 1e6:,.1f} us per batch")
+    finally:
+        venv.close()
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.top)
 

@@ -51,6 +51,7 @@ SMOKE = {
     "ale": ["bench_ale.py", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
     "ray": ["bench_ray.py", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1",
             "--pings", "5"],
+    "profile_parent": ["profile_parent.py", "--num-envs", "4", "--in-series", "2", "--env", "zero", "--seconds", "0.2"],
 }
 
 
@@ -286,3 +287,12 @@ def test_recv_send_stepper_times_steps_not_resets():
         np.testing.assert_array_equal(obs, np.ones((2, 4)))  # each env's first step (t = 1), not its reset (0)
     finally:
         stepper.close()
+
+
+# ---------------------------------------------------------------- profile_parent.py
+@pytest.mark.timeout(120)
+def test_profile_parent_times_subproc_vec_env_alone_with_zero_cost_envs(smoke):
+    run, _ = smoke("profile_parent")
+    assert run.returncode == 0, run.stderr
+    assert re.fullmatch(rf"zero-cost env x 4, 2 workers, step\(\): {NUMBER} steps/s, {NUMBER} us per batch\n",
+                        run.stdout), run.stdout
