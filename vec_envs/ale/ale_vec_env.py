@@ -227,11 +227,13 @@ class ALEVecEnv(VecEnvBase):
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
         expected = self._awaiting
-        if expected is None or len(env_ids) != len(expected) or set(env_ids.tolist()) != set(expected.tolist()):
+        in_order = expected is not None and len(env_ids) == len(expected) and bool((env_ids == expected).all())
+        if not in_order and (expected is None or len(env_ids) != len(expected)
+                             or set(env_ids.tolist()) != set(expected.tolist())):
             received = np.asarray(env_ids).tolist()
             raise EngineLimitError(SEND_WHOLE_BATCH.format(
                 expected=None if expected is None else expected.tolist(), received=received))
-        if not np.array_equal(env_ids, expected):
+        if not in_order:
             position = np.empty(self.num_envs, np.int64)
             position[env_ids] = np.arange(len(env_ids))
             actions = np.asarray(actions)[position[expected]]
@@ -311,6 +313,8 @@ class ALEVecEnv(VecEnvBase):
 
     def _check_action_values(self, actions: np.ndarray, method: str, env_ids: np.ndarray | None = None) -> None:
         n = self._n_actions
+        if 0 <= actions.min() and actions.max() < n:
+            return
         bad = np.flatnonzero((actions < 0) | (actions >= n))
         if len(bad):
             row = int(bad[0])

@@ -69,16 +69,19 @@ class EpisodeTracker:
         """Bookkeep one stepped batch (rows in the order of ``env_ids``)."""
         frame_number = counters["frame_number"]
         episode_frames = counters["episode_frame_number"]
-        advanced = frame_number - self.frame_number[env_ids]
-        reset = advanced != episode_frames - self.episode_frames[env_ids]
         self.scores[env_ids] += raw_rewards
         infos = _info_dicts(counters)
-        if reset.any():
-            self._end_games(env_ids, reset, advanced - episode_frames, infos)
+        dones = terminated | truncated
+        reset = dones  # only a row whose episode ended can have been reset: all False here
+        if dones.any():
+            advanced = frame_number - self.frame_number[env_ids]
+            reset = advanced != episode_frames - self.episode_frames[env_ids]
+            if reset.any():
+                self._end_games(env_ids, reset, advanced - episode_frames, infos)
         self.frame_number[env_ids] = frame_number
         self.episode_frames[env_ids] = episode_frames
         rewards = np.sign(raw_rewards) if self.clip_rewards else raw_rewards
-        return StepRows(rewards.astype(np.float32), terminated | truncated, reset, infos)
+        return StepRows(rewards.astype(np.float32), dones, reset, infos)
 
     def _end_games(self, env_ids: np.ndarray, reset: np.ndarray, last_step_frames: np.ndarray,
                    infos: list[dict[str, Any]]) -> None:
