@@ -15,6 +15,7 @@ from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.shared_slice_server import AttachSharedRequest
 from vec_envs.subproc.slotted_batches import SlottedBatches
 from vec_envs.subproc.subproc_worker import SubprocWorker
+from vec_envs.subproc.wake_up import ParentSleep, WakeFd
 from vec_envs.types import EnvFn
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
@@ -91,6 +92,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         self._env_slots: EnvSlots | None = None
+        self._wake: WakeFd | None = None  # workers wake the parent sleeping on their answers
+        self._sleep: ParentSleep | None = None  # the parent's side of it, with the env slots
         if step_in_parent is None:
             step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
                               and resolve_in_series("auto", len(env_fns)) < len(env_fns))
@@ -112,6 +115,9 @@ class SubprocVecEnv(WorkerVecEnv):
                                      slot_workers)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
+        if self._shared.slots is not None:
+            self._wake = WakeFd()
+            self._resources.append(self._wake)
         return self._shared.buffers
 
     @property
@@ -122,17 +128,19 @@ class SubprocVecEnv(WorkerVecEnv):
             return None
         if self._env_slots is None:
             self._env_slots = EnvSlots(*shared.slots)
+            if self._wake is not None:
+                self._sleep = ParentSleep(shared.slots[2][-1], self._wake)
         return self._env_slots
 
     def _drop_views(self) -> None:
         super()._drop_views()
-        self._env_slots = None
+        self._env_slots = self._sleep = None
 
     def _make_async_batches(self) -> AsyncBatches:
         slots = self._slots
         if slots is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()
-        return SlottedBatches(self, slots, self._shared.actions, self._spin)
+        return SlottedBatches(self, slots, self._shared.actions, self._spin, self._sleep)
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
@@ -144,7 +152,9 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._slots is not None:
             self._slots.restart(w, worker.first_index, worker.stop)
         request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index,
-                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers)
+                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers,
+                                      None if self._wake is None else self._wake.write_fd)
         self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
         if shared.doorbells is not None and shared.actions is not None and isinstance(worker, SubprocWorker):
             worker.bell = Doorbell(shared.doorbells[w])
+            worker.sleeper = self._sleep if self._slots is not None else None
