@@ -59,9 +59,6 @@ class WakeFd:
             os.set_blocking(self.read_fd, False)
             os.set_blocking(self.write_fd, False)
 
-    def fileno(self) -> int:
-        return self.read_fd
-
     def drain(self) -> None:
         """Read every wake-up written so far."""
         try:
@@ -79,12 +76,16 @@ class WakeFd:
 
 class ParentSleep:
     """The parent's side: sleep until a worker writes, something watched is ready, or
-    ``seconds`` (at most ``FALLBACK_S``) pass. ``wakes`` counts the worker's wake-ups."""
+    ``seconds`` (at most ``FALLBACK_S``) pass.
+
+    ``wakes`` counts the sleeps a worker's write ended, ``naps`` those that ran their
+    whole time (a deadline, the fallback, or a wake-up lost).
+    """
 
     def __init__(self, row: np.ndarray, fd: WakeFd) -> None:
         self._row = row.data.cast("B").cast("q")  # plain int stores, ~40 ns each
         self.fd = fd
-        self.wakes = 0
+        self.wakes = self.naps = 0
 
     def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float, wanted: int = 1) -> list[Any]:
         """Say so, look at ``done()`` once more, then sleep; the ``watched`` objects
@@ -100,6 +101,8 @@ class ParentSleep:
             self.fd.drain()
             self.wakes += 1
             ready.remove(self.fd.read_fd)
+        elif not ready:
+            self.naps += 1
         return ready
 
 
