@@ -32,6 +32,7 @@ class Args:
     in_series: str = "auto"  #: envs per worker process: an int or "auto"
     batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
     busy_ms: float = 0.0  #: pure-Python work per step: 1 to 10 times this many milliseconds
+    agent_ms: float = 0.0  #: pure-Python work in the parent per batch (an agent choosing actions)
     seconds: float = 3.0  #: how long to measure (after a short warm-up)
     profile: bool = False  #: print the parent's top functions by own time
     top: int = 15  #: how many functions to print
@@ -40,7 +41,7 @@ class Args:
 def parse_args() -> Args:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in vars(Args()).items():
-        kind = int if name in ("num_envs", "top", "batch_size") else float if name in ("seconds", "busy_ms") else str
+        kind = int if name in ("num_envs", "top", "batch_size") else float if name.endswith(("seconds", "_ms")) else str
         if isinstance(default, bool):
             parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
         else:
@@ -70,7 +71,14 @@ def make_env(busy_ms: float) -> gym.Env:
     return BusyCartPole(busy_ms) if busy_ms > 0 else gym.make("CartPole-v1")
 
 
-def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
+def burn(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` (pure Python, as an agent's own work would)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float, agent_s: float,
         profiler: cProfile.Profile | None) -> tuple[int, int, float]:
     """Lock-step steps, or recv/send, for ``seconds`` after a warm-up: (env steps, batches, wall)."""
     rng = np.random.default_rng(0)
@@ -86,6 +94,7 @@ def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
             start, batches = time.perf_counter(), 1
             if profiler is not None:
                 profiler.enable()
+        burn(agent_s)
         if batch_size is None:
             venv.step(rng.integers(0, 2, venv.num_envs))
         else:
@@ -103,9 +112,10 @@ def measure(args: Args) -> None:
     batches = {} if args.batch_size is None else {"batch_size": args.batch_size}  # older versions: none
     busy_ms = args.busy_ms
     with SubprocVecEnv([lambda: make_env(busy_ms)] * args.num_envs, in_series=in_series, **batches) as venv:
-        steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
+        steps, batches, wall = run(venv, args.batch_size, args.seconds, args.agent_ms / 1000, profiler)
         mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
         busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
+        busy += f" (+ {args.agent_ms:g} ms agent work per batch)" if args.agent_ms else ""
         print(f"CartPole-v1{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
               f"{wall / batches * 1e6:,.0f} us per batch")
     if profiler is not None:

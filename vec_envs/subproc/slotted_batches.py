@@ -5,8 +5,9 @@ bumps the envs' request numbers; a worker steps each env as soon as its request 
 and answers each env as soon as it is done, so ``recv`` returns the first envs to finish
 while the others keep stepping, with no pipe message at all unless an env has something
 to say (infos, an error). The parent finds finished envs with one vectorized comparison
-over the envs in flight: it spins on that a little longer than it usually waits, then
-dozes while watching the worker processes, so a dead worker is reported at once. A
+over the envs in flight: it spins on that a little longer than it usually waits (while
+waits are short, ``spin_wait.py``), then sleeps until a worker's answer wakes it
+(``wake_up.py``) or a worker process ends, so a dead worker is reported at once. A
 sleeping worker is woken with a pipe message (WAKE).
 
 The parent's own slice (``step_in_parent``) goes the transport-free way of
@@ -54,7 +55,7 @@ class SlottedBatches(AsyncBatches):
         ('SlottedBatches', (2, 4), [0.0, 0.0])
     """
 
-    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: bool,
+    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: Spin,
                  sleeper: ParentSleep | None = None) -> None:
         super().__init__(venv)
         self.sleeper = sleeper  # woken by the workers' answers (None: naps only)
@@ -65,7 +66,7 @@ class SlottedBatches(AsyncBatches):
         self.resetting = np.zeros(venv.num_envs, np.bool_)  # the row due is a reset row
         self.unread = np.zeros(venv.num_envs, np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
-        self.spin = Spin(spin)
+        self.spin = spin
         self._checked = time.monotonic()  # when recv last looked for dead workers
 
     # ---------------------------------------------------------------- the hooks

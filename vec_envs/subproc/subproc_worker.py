@@ -146,7 +146,7 @@ def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin: bool = False, running: Any = None) -> None:
+                spin: bool = False, running: Any = None, thrifty: bool = False) -> None:
     """Serve commands until CLOSE, or until the parent is gone; keep ``running`` (a shared
     int) at 1 + the env being called, so the parent can name it should this process die."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -158,7 +158,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     server = SharedSliceServer(env_fns.x, first_index)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))
-    poller, spinner, last_seq = _poller(conn), Spin(spin), 0
+    poller, spinner, last_seq = _poller(conn), Spin(spin, thrifty), 0
     try:
         while True:
             event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq, server.slots)
@@ -230,9 +230,9 @@ class SubprocWorker(Worker):
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
-                 first_index: int, stop: int, spin: bool = False) -> None:
+                 first_index: int, stop: int, spin: bool = False, thrifty: bool = False) -> None:
         super().__init__(index, first_index, stop)
-        self.spin = Spin(spin)
+        self.spin = Spin(spin, thrifty)
         self.bell: Doorbell | None = None  # set by the backend once shared memory is attached
         self.sleeper: ParentSleep | None = None  # the parent's sleep, woken by answered bells
         self._bell_seq = 0  # the doorbell request awaiting its answer (0: none)
@@ -243,7 +243,8 @@ class SubprocWorker(Worker):
         # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
         self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
-            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running),
+            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running,
+                  thrifty),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()
