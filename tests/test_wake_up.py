@@ -54,18 +54,19 @@ def test_step_waiting_on_doorbells_is_woken_by_the_answers(no_fallback, closing)
     assert sleeper.wakes >= steps - 1  # a step sent through the pipe wakes the parent by its reply
 
 
-def test_a_parent_awake_gets_no_write():
-    row = np.zeros(8, np.int64)
+def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
+    rows = np.zeros((2 + 1, 8), np.int64)  # two workers' rows, then the parent's
     fd = wake_up.WakeFd()
     try:
-        waker, sleeper = wake_up.Waker(row, fd.write_fd), wake_up.ParentSleep(row, fd)
-        waker.answered(5, last=True)  # nobody sleeps: nothing is written
+        first, second = wake_up.Waker(rows, 0, fd.write_fd), wake_up.Waker(rows, 1, fd.write_fd)
+        sleeper = wake_up.ParentSleep(rows, fd)
+        first.answered()  # nobody sleeps: nothing is written
         assert sleeper.sleep(lambda: False, [], 0.01) == [] and (sleeper.wakes, sleeper.naps) == (0, 1)
-        row[0] = 3  # the parent waits for 3 answers
-        waker.answered(1, last=False)  # 1 of them, more to come from this worker: no write yet
-        waker.answered(2, last=True)  # its last one: write, the parent looks
-        row[0] = 0
-        assert sleeper.sleep(lambda: False, [], NEVER_S) == [] and sleeper.wakes == 1
+        answers = [first, second, first]  # arriving while the parent sleeps for 3 of them
+        sleeper.sleep(lambda: [waker.answered() for waker in answers[:2]] and False, [], 0.0, wanted=3)
+        assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote
+        sleeper.sleep(lambda: [waker.answered() for waker in answers] and False, [], NEVER_S, wanted=3)
+        assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
     finally:
         fd.close()
 

@@ -97,7 +97,7 @@ class SharedSliceServer(SliceServer):
             requested, answered, rows = slots
             self.slots = WorkerSlots(requested, answered, rows[request.worker_index], request.start, stop)
             if request.wake_fd is not None:
-                self.waker = Waker(rows[-1], request.wake_fd)
+                self.waker = Waker(rows, request.worker_index, request.wake_fd)
 
     def serve_slots(self, conn: Connection) -> int:
         """Step the envs whose requests are new (asynchronous batches); how many."""

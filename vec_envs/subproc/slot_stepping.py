@@ -27,11 +27,9 @@ def serve_requests(conn: Connection, envs: EnvSlice, slots: WorkerSlots, actions
                    waker: Waker | None = None) -> int:
     """Step every env with a new request, answering each when done; how many were stepped."""
     pending = slots.pending().tolist()
-    for n, k in enumerate(pending, 1):
+    for k in pending:
         seq = slots.take(k)
-        _answer(conn, slots, k, seq, _step(envs, k, actions[k].copy()))
-        if waker is not None:
-            waker.answered(n, last=n == len(pending))
+        _answer(conn, slots, k, seq, _step(envs, k, actions[k].copy()), waker)
     return len(pending)
 
 
@@ -51,9 +49,7 @@ def async_reset(conn: Connection, envs: EnvSlice, slots: WorkerSlots, request: A
     slots.skip_all()  # requests left from a round given up are void
     for k, seq in enumerate(request.seqs):
         slots.started(k)
-        _answer(conn, slots, k, seq, _reset(envs, k, request))
-        if waker is not None:
-            waker.answered(k + 1, last=k + 1 == len(request.seqs))
+        _answer(conn, slots, k, seq, _reset(envs, k, request), waker)
 
 
 def _reset(envs: EnvSlice, k: int, request: AsyncResetRequest) -> Outcome | None:
@@ -66,8 +62,10 @@ def _reset(envs: EnvSlice, k: int, request: AsyncResetRequest) -> Outcome | None
     return Outcome(True, (info, None)) if info else None
 
 
-def _answer(conn: Connection, slots: WorkerSlots, k: int, seq: int, outcome: Outcome | None) -> None:
-    """Send the message (if any), then the answer: the parent never sees one without the other."""
+def _answer(conn: Connection, slots: WorkerSlots, k: int, seq: int, outcome: Outcome | None,
+            waker: Waker | None) -> None:
+    """Send the message (if any), then the answer: the parent never sees one without the other;
+    then wake the parent if it sleeps for it."""
     if outcome is not None:
         env = slots.first + k
         try:
@@ -76,3 +74,5 @@ def _answer(conn: Connection, slots: WorkerSlots, k: int, seq: int, outcome: Out
             failure = WorkerFailure.from_exception(exc, "step (sending its info)")
             conn.send(EnvMessage(env, seq, Outcome(False, failure)))
     slots.answer(k, seq, outcome is not None)
+    if waker is not None:
+        waker.answered()

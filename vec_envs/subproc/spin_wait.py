@@ -27,7 +27,7 @@ __all__ = ["Spin", "spin_until", "SPIN_MIN_S", "SPIN_MAX_S"]
 SPIN_MIN_S = 200e-6
 SPIN_MAX_S = 2e-3
 _SMOOTHING = 0.125
-_THRIFTY_HITS = 0.5  # a thrifty spin stops while fewer of the recent waits than this ended in time
+_THRIFTY_HITS = 0.8  # a thrifty spin stops while fewer of the recent waits than this ended in time
 
 _yield = getattr(os, "sched_yield", lambda: None)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.arguments import check_timeout
-from vec_envs.subproc import doorbell
+from vec_envs.subproc import doorbell, wake_up
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import EnvSlots
 from vec_envs.subproc.main_guard import check_main_guard
@@ -122,7 +122,7 @@ class SubprocVecEnv(WorkerVecEnv):
                                      slot_workers)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
-        if self._shared.slots is not None:
+        if self._shared.slots is not None and wake_up.supported():
             self._wake = WakeFd()
             self._resources.append(self._wake)
         return self._shared.buffers
@@ -136,7 +136,7 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._env_slots is None:
             self._env_slots = EnvSlots(*shared.slots)
             if self._wake is not None:
-                self._sleep = ParentSleep(shared.slots[2][-1], self._wake)
+                self._sleep = ParentSleep(shared.slots[2], self._wake)
         return self._env_slots
 
     def _drop_views(self) -> None:

@@ -96,7 +96,7 @@ def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell
         _reply(conn, outcome, Command.STEP, server.first_index)
     bell.answer(seq, has_message=outcome is not None)
     if server.waker is not None:
-        server.waker.answered(1, last=True)
+        server.waker.answered()
 
 
 def _die_with_parent() -> None:
