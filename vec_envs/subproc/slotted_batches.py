@@ -157,7 +157,7 @@ class SlottedBatches(AsyncBatches):
                 return False
             if self._watch_workers(nap if remaining is None else min(nap, remaining), wanted):
                 return True
-            nap = min(2 * nap, max(nap, PARENT_NAP_MAX_S))
+            nap = nap if self.sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
         self.spin.record(time.perf_counter() - start)
         return True
 
