@@ -40,6 +40,7 @@ class Args:
     step_in_parent: bool = False  #: the parent steps the last slice itself (default: SubprocVecEnv's choice)
     batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
     busy_ms: float = 0.0  #: pure-Python work per step: 1 to 10 times this many milliseconds
+    agent_ms: float = 0.0  #: pure-Python work in the parent per batch (an agent choosing actions)
     seconds: float = 3.0  #: how long to measure (after a short warm-up)
     profile: bool = False  #: print the parent's top functions by own time
     top: int = 15  #: how many functions to print
@@ -48,7 +49,7 @@ class Args:
 def parse_args() -> Args:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name, default in vars(Args()).items():
-        kind = int if name in ("num_envs", "top", "batch_size") else float if name in ("seconds", "busy_ms") else str
+        kind = int if name in ("num_envs", "top", "batch_size") else float if name.endswith(("seconds", "_ms")) else str
         if isinstance(default, bool):
             parser.add_argument(f"--{name.replace('_', '-')}", action="store_true")
         else:
@@ -98,7 +99,14 @@ def make_env(busy_ms: float, env: str = "cartpole") -> gym.Env:
     return BusyCartPole(busy_ms) if busy_ms > 0 else gym.make("CartPole-v1")
 
 
-def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
+def burn(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` (pure Python, as an agent's own work would)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float, agent_s: float,
         profiler: cProfile.Profile | None) -> tuple[int, int, float]:
     """Lock-step steps, or recv/send, for ``seconds`` after a warm-up: (env steps, batches, wall)."""
     rng = np.random.default_rng(0)
@@ -114,6 +122,7 @@ def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float,
             start, batches = time.perf_counter(), 1
             if profiler is not None:
                 profiler.enable()
+        burn(agent_s)
         if batch_size is None:
             venv.step(rng.integers(0, 2, venv.num_envs))
         else:
@@ -136,9 +145,10 @@ def measure(args: Args) -> None:
         raise SystemExit(f"--env must be cartpole or zero, received {env!r}")
     venv = SubprocVecEnv([lambda: make_env(busy_ms, env)] * args.num_envs, in_series=in_series, **options)
     try:
-        steps, batches, wall = run(venv, args.batch_size, args.seconds, profiler)
+        steps, batches, wall = run(venv, args.batch_size, args.seconds, args.agent_ms / 1000, profiler)
         mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
         busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
+        busy += f" (+ {args.agent_ms:g} ms agent work per batch)" if args.agent_ms else ""
         name = "zero-cost env" if env == "zero" else "CartPole-v1"
         print(f"{name}{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
               f"{wall / batches * 1e6:,.1f} us per batch")

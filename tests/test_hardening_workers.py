@@ -320,3 +320,18 @@ def test_an_unpicklable_info_names_the_env_and_what_cannot_be_pickled(make, clos
         venv.step(np.zeros(4, np.int64))
     assert (info.value.env_index, info.value.method) == (2, "step")
     assert venv.step(np.zeros(4, np.int64))[1].tolist() == [1.0] * 4
+
+
+def test_an_unpicklable_info_under_recv_send_names_the_env_as_lock_step_does():
+    """The shared-memory recv/send path (one message per env) words it as the lock-step path."""
+    fns = [OutputEnv, OutputEnv, OutputEnv, functools.partial(UnpicklableInfoEnv, at=1)]
+    with SubprocVecEnv(fns, in_series=2, batch_size=2) as venv:
+        assert type(venv.batches).__name__ == "SlottedBatches"  # the path under test
+        venv.async_reset()
+        with pytest.raises(EnvWorkerError, match=r"env 3 \(worker 1\) raised in step\(\): the info env 3 returned "
+                                                 r"from step\(\) cannot be pickled to reach the parent process "
+                                                 r"\(\w+Error: .*\); keep infos to picklable values") as info:
+            for _ in range(4):
+                obs, rewards, dones, infos, env_ids = venv.recv()
+                venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+        assert (info.value.env_index, info.value.method) == (3, "step")

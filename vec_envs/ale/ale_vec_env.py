@@ -70,6 +70,11 @@ def _engine_seeds(seeds: list[int | None] | None, count: int) -> np.ndarray:
     return np.array([-1 if s is None else int(s) % SEED_RANGE for s in seeds], np.int32)
 
 
+def _not_the_batch(expected: np.ndarray | None, env_ids: Any) -> EngineLimitError:
+    return EngineLimitError(SEND_WHOLE_BATCH.format(expected=None if expected is None else expected.tolist(),
+                                                    received=np.asarray(env_ids).tolist()))
+
+
 def _to_hwc(obs: np.ndarray) -> np.ndarray:
     """Engine frames (b, stack, H, W[, 3]) as (b, H, W, stack * channels).
 
@@ -227,20 +232,23 @@ class ALEVecEnv(VecEnvBase):
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
         expected = self._awaiting
-        in_order = expected is not None and len(env_ids) == len(expected) and bool((env_ids == expected).all())
-        if not in_order and (expected is None or len(env_ids) != len(expected)
-                             or set(env_ids.tolist()) != set(expected.tolist())):
-            received = np.asarray(env_ids).tolist()
-            raise EngineLimitError(SEND_WHOLE_BATCH.format(
-                expected=None if expected is None else expected.tolist(), received=received))
-        if not in_order:
-            position = np.empty(self.num_envs, np.int64)
-            position[env_ids] = np.arange(len(env_ids))
-            actions = np.asarray(actions)[position[expected]]
+        if expected is None:
+            raise _not_the_batch(None, env_ids)
+        if len(env_ids) != len(expected) or not (env_ids == expected).all():
+            actions = self._in_batch_order(actions, env_ids, expected)
         self._check_action_values(actions, "send", expected)
         self._engine.send(actions, self._paddles)
         self._in_engine += len(expected)
         self._awaiting = None
+
+    def _in_batch_order(self, actions: Any, env_ids: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        """``actions`` reordered as the engine's last batch ``expected``; EngineLimitError
+        unless ``env_ids`` are that batch's envs."""
+        if len(env_ids) != len(expected) or set(env_ids.tolist()) != set(expected.tolist()):
+            raise _not_the_batch(expected, env_ids)
+        position = np.empty(self.num_envs, np.int64)
+        position[env_ids] = np.arange(len(env_ids))
+        return np.asarray(actions)[position[expected]]
 
     # ------------------------------------------------------------- batches
     def _engine_recv(self, timeout: float | None, method: str) -> tuple:

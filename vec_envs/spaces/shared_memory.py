@@ -54,7 +54,7 @@ def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int, door
     slots = None
     if slot_workers:  # written by the parent, by the workers, by the workers: one cache line apart
         slots = (allocate((n,), np.dtype(np.int64)), allocate((n,), np.dtype(np.int64)),
-                 allocate((slot_workers, SLOTS), np.dtype(np.int64)))
+                 allocate((slot_workers + 1, SLOTS), np.dtype(np.int64)))  # a row per worker, the parent's last
     return buffers, actions, bells, max(offset, 1), slots
 
 
@@ -83,7 +83,8 @@ class SharedBuffers:
 
     ``actions`` is None when the action space has no fixed shape (actions then travel
     through the pipes); ``doorbells`` holds one ``Doorbell`` row per worker if asked for;
-    ``slots`` the arrays of ``EnvSlots`` (asynchronous batches) for ``slot_workers`` workers.
+    ``slots`` the arrays of ``EnvSlots`` (asynchronous batches) for ``slot_workers`` workers,
+    whose rows end with the parent's (``wake_up.py``).
 
     Example:
         >>> shared = SharedBuffers(spaces.Box(0, 1, (4,)), spaces.Discrete(2), 8)

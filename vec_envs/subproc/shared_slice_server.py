@@ -38,6 +38,7 @@ from vec_envs.spaces.shared_memory import map_region
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import AsyncResetRequest, WorkerSlots
 from vec_envs.subproc.slot_stepping import async_reset, serve_requests
+from vec_envs.subproc.wake_up import Waker
 from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import Command, Outcome, SliceServer
 
@@ -56,17 +57,21 @@ class AttachSharedRequest(NamedTuple):
     worker_index: int  # the worker's doorbell row
     fd: int  # travels by ``send_handle``, after the request
     slot_workers: int = 0  # rows of env slots laid out (asynchronous batches), 0: none
+    wake_fd: int | None = None  # the parent's wake fd (``wake_up.py``), sent after ``fd``; None: none
 
 
 def send_attach(conn: Connection, request: AttachSharedRequest, pid: int) -> None:
     """Send the request through the pipe, then its file descriptor to process ``pid``."""
-    conn.send((int(Command.ATTACH_SHARED), request._replace(fd=-1)))
+    conn.send((int(Command.ATTACH_SHARED), request._replace(fd=-1, wake_fd=None if request.wake_fd is None else -1)))
     send_handle(conn, request.fd, pid)
+    if request.wake_fd is not None:
+        send_handle(conn, request.wake_fd, pid)
 
 
 def receive_attach(conn: Connection, request: AttachSharedRequest) -> AttachSharedRequest:
-    """The request completed with the file descriptor that follows it."""
-    return request._replace(fd=recv_handle(conn))
+    """The request completed with the file descriptors that follow it."""
+    request = request._replace(fd=recv_handle(conn))
+    return request if request.wake_fd is None else request._replace(wake_fd=recv_handle(conn))
 
 
 class SharedSliceServer(SliceServer):
@@ -78,6 +83,7 @@ class SharedSliceServer(SliceServer):
         super().__init__(env_fns, first_index)
         self.doorbell: Doorbell | None = None
         self.slots: WorkerSlots | None = None  # asynchronous batches, when laid out
+        self.waker: Waker | None = None  # wakes the parent when it sleeps on answers
         self._region: mmap.mmap | None = None
 
     def _attach_shared(self, request: AttachSharedRequest) -> None:
@@ -90,17 +96,19 @@ class SharedSliceServer(SliceServer):
         if slots is not None and actions is not None:
             requested, answered, rows = slots
             self.slots = WorkerSlots(requested, answered, rows[request.worker_index], request.start, stop)
+            if request.wake_fd is not None:
+                self.waker = Waker(rows, request.worker_index, request.wake_fd)
 
     def serve_slots(self, conn: Connection) -> int:
         """Step the envs whose requests are new (asynchronous batches); how many."""
         if self.slots is None or self._actions is None:
             return 0
-        return serve_requests(conn, self.envs, self.slots, self._actions)
+        return serve_requests(conn, self.envs, self.slots, self._actions, self.waker)
 
     def async_reset(self, conn: Connection, request: AsyncResetRequest) -> None:
         """ASYNC_RESET: reset every env, each answered on its own in the slots."""
         if self.slots is not None:
-            async_reset(conn, self.envs, self.slots, request)
+            async_reset(conn, self.envs, self.slots, request, self.waker)
 
     def step_for_doorbell(self) -> Outcome | None:
         """Step as the doorbell asked: the outcome to send through the pipe, or None when

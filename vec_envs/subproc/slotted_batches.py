@@ -5,8 +5,9 @@ bumps the envs' request numbers; a worker steps each env as soon as its request 
 and answers each env as soon as it is done, so ``recv`` returns the first envs to finish
 while the others keep stepping, with no pipe message at all unless an env has something
 to say (infos, an error). The parent finds finished envs with one vectorized comparison
-over the envs in flight: it spins on that a little longer than it usually waits, then
-dozes while watching the worker processes, so a dead worker is reported at once. A
+over the envs in flight: it spins on that a little longer than it usually waits (while
+waits are short, ``spin_wait.py``), then sleeps until a worker's answer wakes it
+(``wake_up.py``) or a worker process ends, so a dead worker is reported at once. A
 sleeping worker is woken with a pipe message (WAKE).
 
 The parent's own slice (``step_in_parent``) goes the transport-free way of
@@ -24,6 +25,7 @@ from vec_envs.errors import EnvTimeoutError
 from vec_envs.subproc.env_slots import AsyncResetRequest, EnvMessage, EnvSlots
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.subproc_worker import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
+from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
 from vec_envs.types import VecEnvRecvReturn
 from vec_envs.workers.async_batches import AsyncBatches, split_actions
 from vec_envs.workers.protocol import Command, ResetRequest, WorkerFailure
@@ -53,8 +55,10 @@ class SlottedBatches(AsyncBatches):
         ('SlottedBatches', (2, 4), [0.0, 0.0])
     """
 
-    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: bool) -> None:
+    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: Spin,
+                 sleeper: ParentSleep | None = None) -> None:
         super().__init__(venv)
+        self.sleeper = sleeper  # woken by the workers' answers (None: naps only)
         self.slots, self.actions = slots, actions
         self.slotted = np.array([not worker.is_local for worker in venv.workers])
         self.env_slotted = self.slotted[self.worker_of]
@@ -62,7 +66,7 @@ class SlottedBatches(AsyncBatches):
         self.resetting = np.zeros(venv.num_envs, np.bool_)  # the row due is a reset row
         self.unread = np.zeros(venv.num_envs, np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
-        self.spin = Spin(spin)
+        self.spin = spin
         self._checked = time.monotonic()  # when recv last looked for dead workers
 
     # ---------------------------------------------------------------- the hooks
@@ -102,7 +106,7 @@ class SlottedBatches(AsyncBatches):
             while self._scan() < count:
                 if self.busy:  # the parent's own slice: step it now
                     self.collect(deadline, timeout)
-                elif not self._wait(deadline):
+                elif not self._wait(deadline, count - len(self.ready)):
                     raise self.timeout_error(timeout)
             return self.take(count)
         except EnvTimeoutError:
@@ -136,30 +140,35 @@ class SlottedBatches(AsyncBatches):
         flying = np.flatnonzero(self.flying)
         return bool(self.slots.finished(flying).any())
 
-    def _wait(self, deadline: float | None) -> bool:
-        """Until an env finishes (True) or ``deadline`` passes (False); a dead worker is
-        handled (restarted: its envs are ready) or raised as soon as it is seen."""
+    def _wait(self, deadline: float | None, wanted: int) -> bool:
+        """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs
+        being what ``recv`` still waits for; a dead worker is handled (restarted: its envs
+        are ready) or raised as soon as it is seen."""
         start = time.perf_counter()
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         budget = self.spin.budget() if remaining is None else min(self.spin.budget(), remaining)
         if spin_until(self._any_finished, budget):
             self.spin.record(time.perf_counter() - start)
             return True
-        nap = NAP_MIN_S
+        nap = NAP_MIN_S if self.sleeper is None else FALLBACK_S
         while not self._any_finished():
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
-            if self._watch_workers(nap if remaining is None else min(nap, remaining)):
+            if self._watch_workers(nap if remaining is None else min(nap, remaining), wanted):
                 return True
-            nap = min(2 * nap, PARENT_NAP_MAX_S)
+            nap = nap if self.sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
         self.spin.record(time.perf_counter() - start)
         return True
 
-    def _watch_workers(self, seconds: float) -> bool:
-        """Sleep up to ``seconds`` on the processes with envs in flight; True if one died."""
+    def _watch_workers(self, seconds: float, wanted: int = 0) -> bool:
+        """Sleep up to ``seconds`` on the processes with envs in flight (and, for ``wanted``
+        envs, on the wake fd the workers answer on); True if one died."""
         by_sentinel = {self._process(w).sentinel: w for w in self._owners(np.flatnonzero(self.flying))}
-        dead = wait(list(by_sentinel), seconds) if by_sentinel else []
+        if wanted and self.sleeper is not None:
+            dead = self.sleeper.sleep(self._any_finished, list(by_sentinel), seconds, wanted)
+        else:
+            dead = wait(list(by_sentinel), seconds) if by_sentinel else []
         for sentinel in dead:
             self._died(by_sentinel[sentinel])
         return bool(dead)

@@ -6,9 +6,15 @@ it within ~1 us. So each side polls for a while before it sleeps: 1.5x the usual
 or the usual wait plus four times its usual deviation if that is longer (as TCP sets its
 retransmission timeout), never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget
 at the mean alone misses every wait that runs a little long, and each miss costs a wake-up
-(a worker past its budget sleeps until the parent's next command comes through its pipe). Nobody spins when
-the processes outnumber the CPUs, and a spinning process yields its CPU at every turn,
-so it never starves a process it shares a core with.
+(a worker past its budget sleeps until the parent's next command comes through its pipe).
+A spinning process yields its CPU at every turn, so it never starves a process it shares
+a core with.
+
+Lock-step, nobody spins when the processes outnumber the CPUs. Under ``recv``/``send`` the
+parent mostly waits for envs, so only the workers are counted; each side then spins
+*thriftily*: only while most of its recent waits ended within ``SPIN_MAX_S`` (cheap envs, a
+quick agent), and not while waits mostly outlast a spin (slow envs, a slow agent), when
+the CPU it would burn is one another process needs.
 """
 from __future__ import annotations
 
@@ -21,12 +27,14 @@ __all__ = ["Spin", "spin_until", "SPIN_MIN_S", "SPIN_MAX_S"]
 SPIN_MIN_S = 200e-6
 SPIN_MAX_S = 2e-3
 _SMOOTHING = 0.125
+_THRIFTY_HITS = 0.8  # a thrifty spin stops while fewer of the recent waits than this ended in time
 
 _yield = getattr(os, "sched_yield", lambda: None)
 
 
 class Spin:
-    """How long to poll before sleeping, learnt from the waits seen so far.
+    """How long to poll before sleeping, learnt from the waits seen so far (``thrifty``:
+    not at all while most waits outlast a spin).
 
     Example:
         >>> import time
@@ -37,19 +45,21 @@ class Spin:
         >>> spin.record(time.perf_counter() - start)   # how long it took: the next budget adapts
     """
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+    def __init__(self, enabled: bool, thrifty: bool = False) -> None:
+        self.enabled, self.thrifty = enabled, thrifty
         self._mean = SPIN_MIN_S / 2
         self._deviation = SPIN_MIN_S / 8
+        self._hits = 1.0  # the share of recent waits a spin of SPIN_MAX_S would have seen end
 
     def budget(self) -> float:
         """Seconds to poll before sleeping (0 when spinning is off)."""
-        if not self.enabled:
+        if not self.enabled or (self.thrifty and self._hits < _THRIFTY_HITS):
             return 0.0
         return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
 
     def record(self, waited: float) -> None:
         """Learn from one wait (seconds from starting to wait until the message came)."""
+        self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
         error = min(waited, SPIN_MAX_S) - self._mean
         self._mean += _SMOOTHING * error
         self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)

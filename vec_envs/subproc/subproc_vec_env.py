@@ -7,14 +7,16 @@ from collections.abc import Sequence
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.arguments import check_timeout
-from vec_envs.subproc import doorbell
+from vec_envs.subproc import doorbell, wake_up
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import EnvSlots
 from vec_envs.subproc.main_guard import check_main_guard
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.shared_slice_server import AttachSharedRequest
 from vec_envs.subproc.slotted_batches import SlottedBatches
+from vec_envs.subproc.spin_wait import Spin
 from vec_envs.subproc.subproc_worker import SubprocWorker
+from vec_envs.subproc.wake_up import ParentSleep, WakeFd
 from vec_envs.types import EnvFn
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
@@ -64,8 +66,10 @@ class SubprocVecEnv(WorkerVecEnv):
 
     While there are no more processes than CPUs, each side polls for the other's message
     a little longer than it usually waits (0.2-2 ms) before sleeping, which saves the
-    ~100 us wake-up of a sleeping process; with more processes than CPUs nobody spins
-    (see ``spin_wait.py``).
+    ~100 us wake-up of a sleeping process; with more processes than CPUs nobody spins,
+    except under ``batch_size``, where the parent (which mostly waits) is not counted and
+    each side spins only while its waits are mostly short (see ``spin_wait.py``). A
+    sleeping parent is woken by the workers' answers (``wake_up.py``).
 
     Example:
         >>> import gymnasium as gym
@@ -91,17 +95,23 @@ class SubprocVecEnv(WorkerVecEnv):
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         self._env_slots: EnvSlots | None = None
+        self._wake: WakeFd | None = None  # workers wake the parent sleeping on their answers
+        self._sleep: ParentSleep | None = None  # the parent's side of it, with the env slots
         if step_in_parent is None:
             step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
                               and resolve_in_series("auto", len(env_fns)) < len(env_fns))
-        processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) + (not step_in_parent)
-        self._spin = processes <= available_cpus()
+        workers = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) - step_in_parent
+        self._spin = workers + 1 <= available_cpus()  # the parent too: lock-step, it waits little
+        # recv/send: the parent mostly waits for envs; both sides spin only while waits are short
+        self._thrifty = (not self._spin and batch_size not in (None, len(env_fns))
+                         and workers <= available_cpus())
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
                          max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size)
 
     def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
         with clear_mpi_env_vars():
-            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop, self._spin)
+            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop,
+                                 self._spin or self._thrifty, self._thrifty)
 
     def _make_buffers(self) -> BatchBuffers:
         if not (self.shared_memory and is_fixed_size(self.observation_space)):
@@ -112,6 +122,9 @@ class SubprocVecEnv(WorkerVecEnv):
                                      slot_workers)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
+        if self._shared.slots is not None and wake_up.supported():
+            self._wake = WakeFd()
+            self._resources.append(self._wake)
         return self._shared.buffers
 
     @property
@@ -122,17 +135,20 @@ class SubprocVecEnv(WorkerVecEnv):
             return None
         if self._env_slots is None:
             self._env_slots = EnvSlots(*shared.slots)
+            if self._wake is not None:
+                self._sleep = ParentSleep(shared.slots[2], self._wake)
         return self._env_slots
 
     def _drop_views(self) -> None:
         super()._drop_views()
-        self._env_slots = None
+        self._env_slots = self._sleep = None
 
     def _make_async_batches(self) -> AsyncBatches:
         slots = self._slots
         if slots is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()
-        return SlottedBatches(self, slots, self._shared.actions, self._spin)
+        return SlottedBatches(self, slots, self._shared.actions, Spin(self._spin or self._thrifty, self._thrifty),
+                              self._sleep)
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
@@ -144,7 +160,9 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._slots is not None:
             self._slots.restart(w, worker.first_index, worker.stop)
         request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index,
-                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers)
+                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers,
+                                      None if self._wake is None else self._wake.write_fd)
         self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
         if shared.doorbells is not None and shared.actions is not None and isinstance(worker, SubprocWorker):
             worker.bell = Doorbell(shared.doorbells[w])
+            worker.sleeper = self._sleep if self._slots is not None else None

@@ -24,6 +24,7 @@ from vec_envs.subproc.shared_slice_server import (
     send_attach,
 )
 from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
 from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, ResetReply, StepReply, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
 
@@ -94,6 +95,8 @@ def _answer_doorbell(conn: Connection, server: SharedSliceServer, bell: Doorbell
     if outcome is not None:
         _reply(conn, outcome, Command.STEP, server.first_index)
     bell.answer(seq, has_message=outcome is not None)
+    if server.waker is not None:
+        server.waker.answered()
 
 
 def _die_with_parent() -> None:
@@ -143,7 +146,7 @@ def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin: bool = False, running: Any = None) -> None:
+                spin: bool = False, running: Any = None, thrifty: bool = False) -> None:
     """Serve commands until CLOSE, or until the parent is gone; keep ``running`` (a shared
     int) at 1 + the env being called, so the parent can name it should this process die."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -155,7 +158,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     server = SharedSliceServer(env_fns.x, first_index)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))
-    poller, spinner, last_seq = _poller(conn), Spin(spin), 0
+    poller, spinner, last_seq = _poller(conn), Spin(spin, thrifty), 0
     try:
         while True:
             event = _wait_for_work(conn, poller, spinner, parent, server.doorbell, last_seq, server.slots)
@@ -227,10 +230,11 @@ class SubprocWorker(Worker):
     """
 
     def __init__(self, ctx: mp.context.BaseContext, index: int, env_fns: Sequence[Any],
-                 first_index: int, stop: int, spin: bool = False) -> None:
+                 first_index: int, stop: int, spin: bool = False, thrifty: bool = False) -> None:
         super().__init__(index, first_index, stop)
-        self.spin = Spin(spin)
+        self.spin = Spin(spin, thrifty)
         self.bell: Doorbell | None = None  # set by the backend once shared memory is attached
+        self.sleeper: ParentSleep | None = None  # the parent's sleep, woken by answered bells
         self._bell_seq = 0  # the doorbell request awaiting its answer (0: none)
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = _poller(self.conn)
@@ -239,7 +243,8 @@ class SubprocWorker(Worker):
         # every context mp.get_context returns has Process; typeshed's BaseContext does not declare it
         self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
-            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running),
+            args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running,
+                  thrifty),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()
@@ -310,21 +315,28 @@ class SubprocWorker(Worker):
 
     @staticmethod
     def _sleep_until_ready(workers: Sequence[SubprocWorker], deadline: float | None) -> list[SubprocWorker]:
-        """Sleep on pipes and process sentinels; doze and look again while a doorbell is out."""
+        """Sleep on pipes and process sentinels; while a doorbell is out, on the wake fd too
+        (woken when a bell is answered), else doze and look again."""
         by_handle = {}
         for w in workers:
             by_handle[w.process.sentinel] = w
             if not w._bell_seq:
                 by_handle[w.conn] = w
-        nap = NAP_MIN_S if any(w._bell_seq for w in workers) else None
+        rung = [w for w in workers if w._bell_seq]
+        sleeper = next((w.sleeper for w in rung), None)
+        nap = None if not rung else FALLBACK_S if sleeper is not None else NAP_MIN_S
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
             pause = nap if remaining is None else (remaining if nap is None else min(nap, remaining))
-            ready = {id(by_handle[h]): by_handle[h] for h in wait(list(by_handle), pause)}
-            ready.update((id(w), w) for w in workers if w._bell_seq and w._ready())
+            if sleeper is not None and pause is not None:
+                found = sleeper.sleep(lambda: any(w._ready() for w in rung), list(by_handle), pause)
+            else:
+                found = wait(list(by_handle), pause)
+            ready = {id(by_handle[h]): by_handle[h] for h in found}
+            ready.update((id(w), w) for w in rung if w._ready())
             if ready or remaining == 0.0 or nap is None:
                 return list(ready.values())
-            nap = min(2 * nap, PARENT_NAP_MAX_S)
+            nap = nap if sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
 
     def _ready(self) -> bool:
         """The reply is there: the doorbell was answered, or a message waits in the pipe."""
