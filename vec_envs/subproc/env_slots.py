@@ -51,8 +51,10 @@ class EnvMessage(NamedTuple):
 class EnvSlots:
     """The parent's side: which envs it asked for, and which have answered.
 
+    ``worker_rows`` has a row per worker, then the parent's (``wake_up.py``).
+
     Example:
-        >>> requested, answered, rows = np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros((1, 8), np.int64)
+        >>> requested, answered, rows = np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros((2, 8), np.int64)
         >>> slots = EnvSlots(requested, answered, rows)
         >>> worker = WorkerSlots(requested, answered, rows[0], first=0, stop=3)   # in the worker
         >>> slots.request(np.array([0, 2]))          # after writing their actions
@@ -85,6 +87,15 @@ class EnvSlots:
     def finished(self, env_ids: np.ndarray) -> np.ndarray:
         """Which of ``env_ids`` have answered their last request (a bool mask)."""
         return (self.answered[env_ids] >> 1) == self.expected[env_ids]
+
+    def finished_of(self, flying: np.ndarray) -> np.ndarray:
+        """Which envs of the mask ``flying`` have answered their last request (a bool mask
+        over every env: one pass, no gathers)."""
+        return flying & ((self.answered >> 1) == self.expected)
+
+    def any_sleeping(self) -> bool:
+        """Is any worker asleep on its pipe? (The last row is the parent's, ``wake_up.py``.)"""
+        return bool(self.worker_rows[:-1, _SLEEPING].any())
 
     def has_message(self, i: int) -> bool:
         """Did a pipe message go with env ``i``'s last answer?"""

@@ -93,9 +93,10 @@ class SlottedBatches(AsyncBatches):
         self.actions[env_ids] = actions if len(env_ids) == len(mask) else actions[mask]
         self.slots.request(env_ids)  # after the actions: a worker that sees it finds them
         self.flying[env_ids] = True
-        for w in self._owners(env_ids):
-            if self.slots.sleeping(w):
-                self._post(w, Command.WAKE, None)
+        if self.slots.any_sleeping():  # spinning workers see the requests by themselves
+            for w in self._owners(env_ids):
+                if self.slots.sleeping(w):
+                    self._post(w, Command.WAKE, None)
 
     def recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -127,18 +128,15 @@ class SlottedBatches(AsyncBatches):
     # ------------------------------------------------------------------ the work
     def _scan(self) -> int:
         """Move the envs that finished into ``ready``; how many are ready now."""
-        flying = np.flatnonzero(self.flying)
-        if len(flying):
-            done = flying[self.slots.finished(flying)]
-            if len(done):
-                self.flying[done] = False
-                self.unread[done] = self.slots.answered[done] & 1
-                self.ready.extend(done.tolist())
+        done = np.flatnonzero(self.slots.finished_of(self.flying))
+        if len(done):
+            self.flying[done] = False
+            self.unread[done] = self.slots.answered[done] & 1
+            self.ready.extend(done.tolist())
         return len(self.ready)
 
     def _any_finished(self) -> bool:
-        flying = np.flatnonzero(self.flying)
-        return bool(self.slots.finished(flying).any())
+        return bool(self.slots.finished_of(self.flying).any())
 
     def _wait(self, deadline: float | None, wanted: int) -> bool:
         """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs
