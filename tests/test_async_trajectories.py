@@ -45,6 +45,17 @@ def test_lockstep_again_after_an_async_round(make, closing):
     assert_same_traces(lockstep_traces(venv, 4, 3), lockstep_traces(reference, 4, 3))
 
 
+@pytest.mark.parametrize("in_series", [2, 3])
+def test_the_parents_own_slice_follows_its_lockstep_trajectory(in_series, closing):
+    """step_in_parent under recv/send: the parent's slice (its terminal rows in shared
+    memory) and the workers' give each env its lock-step trajectory, terminal observations
+    included."""
+    from vec_envs import SubprocVecEnv
+    expected = lockstep_traces(closing(DummyVecEnv(seeded_fns())), STEPS, n_actions=3)
+    venv = closing(SubprocVecEnv(seeded_fns(), in_series=in_series, step_in_parent=True, batch_size=2))
+    assert_same_traces(async_traces(venv, STEPS, n_actions=3), expected)
+
+
 def test_dict_observations_and_box_actions(closing):
     """Nested Dict / Tuple observations, Box actions: rows gathered per leaf."""
     fns = [functools.partial(DictObsEnv, length=2 + i) for i in range(3)]

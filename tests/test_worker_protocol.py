@@ -110,3 +110,39 @@ def test_restart_policy():
     with pytest.raises(EnvWorkerError, match=r"boom \(max_restarts=2 reached\)") as info:
         policy.admit(error, "reset")
     assert policy.restarts == 2 and info.value.method == "reset" and info.value.__cause__ is error
+
+
+def test_an_episode_end_in_shared_memory_needs_no_message():
+    """With terminal rows (shared memory), an env that ends with an empty info leaves the
+    reply empty: its last observation and TimeLimit.truncated wait in the terminal rows,
+    and a non-empty reset info still travels."""
+    from tests.envs import QuietEnv
+    from vec_envs.spaces.shared_memory import SharedBuffers
+    from vec_envs.stepping.env_slice import with_terminal
+    from vec_envs.subproc.shared_slice_server import AttachSharedRequest
+
+    shared = SharedBuffers(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3), 2)
+    server = SharedSliceServer([lambda: QuietEnv(length=2, truncate=True), lambda: QuietEnv(length=3)], 0)
+    try:
+        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, 0, shared.fd)
+        assert server.handle(Command.ATTACH_SHARED, request).ok
+        server.handle(Command.RESET, ResetRequest([1, 2]))
+        shared.actions[:] = [0, 0]
+        assert server.handle(Command.STEP, None).value.is_empty
+        last = shared.buffers.obs[0].copy()
+        shared.actions[:] = [1, 1]
+        # env 0 truncates now; its reset (the 2nd) gives an empty reset info: nothing to say
+        assert server.step_for_doorbell() is None
+        ended = with_terminal(shared.buffers, 0, {})
+        assert shared.buffers.dones.tolist() == [True, False]
+        assert ended["TimeLimit.truncated"] is True and not np.array_equal(ended["terminal_observation"], last)
+        assert np.array_equal(ended["terminal_observation"], shared.buffers.terminal_obs[0])
+        shared.actions[:] = [0, 2]
+        reply = server.handle(Command.STEP, None).value  # env 1 terminates; its 2nd reset info is empty too
+        assert reply.is_empty and shared.buffers.dones.tolist() == [False, True]
+        assert with_terminal(shared.buffers, 1, {})["TimeLimit.truncated"] is False
+        reply = server.handle(Command.STEP, None).value  # env 0 ends again: its 3rd reset info is not empty
+        assert dict(reply.infos) == {} and dict(reply.reset_infos) == {0: {"reset_count": 3}}
+    finally:
+        server.handle(Command.CLOSE, None)
+        shared.close()

@@ -28,6 +28,7 @@ __all__ = [
     "slice_batch",
     "take_rows",
     "write_rows",
+    "copy_row",
 ]
 
 
@@ -157,6 +158,17 @@ def write_rows(batch: VecEnvObs, start: int, rows: Any) -> None:
     map_leaves(write, batch, rows)
 
 
+def copy_row(dst: VecEnvObs, src: VecEnvObs, i: int) -> None:
+    """Copy row ``i`` of the batch ``src`` into row ``i`` of ``dst`` (shaped alike), leaf by leaf."""
+    if isinstance(dst, np.ndarray) and isinstance(src, np.ndarray):
+        dst[i] = src[i]  # the usual case: one leaf
+        return
+
+    def copy(leaf: Any, part: Any) -> None:
+        leaf[i] = part[i]
+    map_leaves(copy, dst, src)
+
+
 def batch_of_one(obs: Any) -> Any:
     """A batch holding the one observation ``obs`` (each leaf gains a leading axis of 1)."""
     return map_leaves(lambda leaf: np.asarray(leaf)[None], obs)
@@ -164,20 +176,36 @@ def batch_of_one(obs: Any) -> Any:
 
 @dataclass
 class BatchBuffers:
-    """Where a batch of envs writes its step results: observations, rewards, dones."""
+    """Where a batch of envs writes its step results: observations, rewards, dones and,
+    when laid out, the terminal rows: the last observation of each env whose episode
+    ended (``terminal_obs``) and whether a time limit ended it (``time_limit_truncated``).
+
+    Terminal rows are laid out in shared memory only, so that an episode's end need not
+    travel through a pipe (``EnvSlice`` writes them, ``with_terminal`` reads them).
+    """
 
     obs: VecEnvObs
     rewards: np.ndarray
     dones: np.ndarray
+    terminal_obs: VecEnvObs | None = None
+    time_limit_truncated: np.ndarray | None = None
 
     @classmethod
-    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None) -> BatchBuffers:
-        """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array)."""
+    def allocate(cls, space: spaces.Space, n: int, allocate: Allocate | None = None,
+                 terminal: bool = False) -> BatchBuffers:
+        """Fresh buffers for ``n`` envs (``allocate(shape, dtype)`` makes each array), with
+        terminal rows if ``terminal``."""
         alloc = allocate or (lambda shape, dtype: np.zeros(shape, dtype))
-        return cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
-                   alloc((n,), np.dtype(np.bool_)))
+        buffers = cls(create_batch(space, n, alloc), alloc((n,), np.dtype(np.float32)),
+                      alloc((n,), np.dtype(np.bool_)))
+        if terminal:
+            buffers.terminal_obs = create_batch(space, n, alloc)
+            buffers.time_limit_truncated = alloc((n,), np.dtype(np.bool_))
+        return buffers
 
     def view(self, start: int, stop: int) -> BatchBuffers:
         """The buffers of envs ``start:stop`` (views into these)."""
-        return BatchBuffers(slice_batch(self.obs, start, stop),
-                            self.rewards[start:stop], self.dones[start:stop])
+        terminal = self.terminal_obs
+        return BatchBuffers(slice_batch(self.obs, start, stop), self.rewards[start:stop], self.dones[start:stop],
+                            None if terminal is None else slice_batch(terminal, start, stop),
+                            None if self.time_limit_truncated is None else self.time_limit_truncated[start:stop])

@@ -2,8 +2,9 @@
 
 The region is a ``memfd`` (an unlinked temporary file where memfd is missing): it has no
 name in ``/dev/shm``, so nothing is left behind however the processes end. Workers map it
-through a file descriptor passed over their pipe; every observation leaf, the rewards
-and the dones are NumPy views into it, shaped ``(num_envs, *shape)``.
+through a file descriptor passed over their pipe; every observation leaf, the rewards,
+the dones and the terminal rows (``BatchBuffers``) are NumPy views into it, shaped
+``(num_envs, *shape)``.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _layout(space: spaces.Space, action_space: spaces.Space | None, n: int, door
         offset += count * dtype.itemsize
         return arr
 
-    buffers = BatchBuffers.allocate(space, n, allocate)
+    buffers = BatchBuffers.allocate(space, n, allocate, terminal=True)
     leaf = _action_leaf(action_space)
     actions = None if leaf is None else allocate((n, *leaf_shape(leaf)), np.dtype(leaf.dtype))
     bells = allocate((doorbells, SLOTS), np.dtype(np.int64)) if doorbells else None

@@ -7,6 +7,11 @@ memory) and returns only the infos. What an env returns is checked here, once fo
 backend (``env_output``: reward, flags, info; ``batching``: the observation's shape and
 dtype). Any env exception, and any such check that fails, leaves as ``EnvCallFailed``
 naming the env's global index and the method, with the exception chained.
+
+An env whose episode ended is reset at once (baselines-style), and its info gains
+``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers have terminal
+rows (shared memory) the slice writes those two there instead, so an episode's end adds
+nothing to a worker's reply; whoever reads the batch adds them with ``with_terminal``.
 """
 from __future__ import annotations
 
@@ -14,14 +19,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, get_row, make_writer
+from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
 from vec_envs.stepping.env_output import check_reset_result, check_step_result
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
-__all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped"]
+__all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped", "with_terminal"]
 
 
 def env_attr(env: Any, name: str) -> Any:
@@ -46,6 +51,25 @@ def is_wrapped(env: Any, wrapper_class: type) -> bool:
             return True
         env = getattr(env, "env", None)
     return False
+
+
+def with_terminal(buffers: BatchBuffers, i: int, info: Info) -> Info:
+    """Env ``i`` ended: its info with the ``terminal_observation`` (a copy) and
+    ``TimeLimit.truncated`` that its slice left in the terminal rows of ``buffers``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
+        >>> buffers.terminal_obs[1] = [0.5, 0.25]; buffers.time_limit_truncated[1] = True
+        >>> with_terminal(buffers, 1, {"score": 3})
+        {'score': 3, 'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': True}
+    """
+    if buffers.terminal_obs is None or buffers.time_limit_truncated is None:
+        raise ValueError("with_terminal(): these buffers have no terminal rows (BatchBuffers.allocate(terminal=True))")
+    info = dict(info)
+    info["terminal_observation"] = copy_obs(get_row(buffers.terminal_obs, i))
+    info["TimeLimit.truncated"] = bool(buffers.time_limit_truncated[i])
+    return info
 
 
 #: one env's result of ``EnvSlice.step_batch``: (state or None, reward, terminated, truncated, info)
@@ -187,11 +211,26 @@ class EnvSlice:
         return info
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
-        info = dict(info)
-        info["terminal_observation"] = copy_obs(get_row(self.buffers.obs, k))
-        info["TimeLimit.truncated"] = time_limit_truncated
+        """Keep env ``k``'s last observation (in its info, or in the terminal rows), reset it."""
+        buffers = self.buffers
+        if buffers.terminal_obs is not None and buffers.time_limit_truncated is not None:
+            copy_row(buffers.terminal_obs, buffers.obs, k)
+            buffers.time_limit_truncated[k] = time_limit_truncated
+        else:
+            info = dict(info)
+            info["terminal_observation"] = copy_obs(get_row(buffers.obs, k))
+            info["TimeLimit.truncated"] = time_limit_truncated
         self._reset_env(k)
         return info
+
+    def ended(self, infos: Sequence[Info]) -> list[int]:
+        """The envs (places in the slice) whose episode ended in the ``step()`` that returned
+        ``infos``: those whose done is set, found among the non-empty infos when the
+        terminal observations travel in them."""
+        dones = self._dones
+        if self.buffers.terminal_obs is None:
+            return [k for k, info in enumerate(infos) if info and dones[k]] if any(infos) else []
+        return [k for k, done in enumerate(dones.tolist()) if done]
 
     def get_attr(self, name: str, ks: Sequence[int]) -> list[Any]:
         return [self._call(k, "get_attr", lambda: env_attr(self.envs[k], name)) for k in ks]

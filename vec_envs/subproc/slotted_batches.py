@@ -196,9 +196,10 @@ class SlottedBatches(AsyncBatches):
             self.venv.reset_infos[i] = info
             self.infos[i] = dict(info)
             return
-        self.infos[i] = info
         if self.venv.buffers.dones[i]:
+            info = self.venv.ended_info(i, info)
             self.venv.reset_infos[i] = reset_info or {}
+        self.infos[i] = info
 
     def _message(self, i: int) -> EnvMessage | None:
         """Env ``i``'s message (None if it reported a failure, handled by now)."""

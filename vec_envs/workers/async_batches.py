@@ -163,6 +163,7 @@ class AsyncBatches:
         for k, info in reply.reset_infos.items():
             self.venv.reset_infos[first + k] = info
         for i in env_ids[buffers.dones[env_ids]].tolist():
+            self.infos[i] = self.venv.ended_info(i, self.infos.get(i, {}))
             if i - first not in reply.reset_infos:
                 self.venv.reset_infos[i] = {}
 

@@ -196,11 +196,13 @@ class ResetReply(NamedTuple):
 
 
 class StepReply(NamedTuple):
-    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice.
+    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice,
+    and the non-empty reset infos of the envs that ended (and were reset).
 
-    An env that ended has a non-empty info (its ``terminal_observation``), so the envs
-    of ``infos`` whose done is set are all the envs that ended: the parent finds them
-    there, and ``reset_infos`` holds those of their reset infos that are not empty.
+    The parent finds the envs that ended by their done flag. Where the buffers have
+    terminal rows (shared memory), their ``terminal_observation`` and
+    ``TimeLimit.truncated`` are there (``with_terminal``), so an episode's end alone
+    leaves the reply empty; elsewhere they are in the env's info, which is never empty then.
     """
 
     infos: Mapping[int, Info]
@@ -315,12 +317,12 @@ class SliceServer:
         if actions is None:  # the transport wrote them where we read them (attach)
             actions = self._actions.copy()
         infos = envs.step(actions)
-        if not any(infos):  # the usual step: no env said anything, so none ended
+        ended = envs.ended(infos)
+        if not ended and not any(infos):  # the usual step: nothing to say
             return StepReply({}, {}, self._arrays())
-        sparse = {k: info for k, info in enumerate(infos) if info}
-        dones, reset_infos = envs.buffers.dones, envs.reset_infos
-        ended_infos = {k: reset_infos[k] for k in sparse if dones[k] and reset_infos[k]}
-        return StepReply(sparse, ended_infos, self._arrays())
+        reset_infos = envs.reset_infos
+        return StepReply({k: info for k, info in enumerate(infos) if info},
+                         {k: reset_infos[k] for k in ended if reset_infos[k]}, self._arrays())
 
     def _step_envs(self, request: StepEnvsRequest) -> StepEnvsReply:
         envs = self.envs

@@ -21,6 +21,7 @@ from vec_envs.arguments import check_timeout
 from vec_envs.arguments import check_int
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size, write_rows
+from vec_envs.stepping.env_slice import with_terminal
 from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -35,6 +36,7 @@ from vec_envs.workers.protocol import (
     EnvMethodRequest,
     GetAttrRequest,
     GetStatesRequest,
+    Outcome,
     ResetOneReply,
     ResetOneRequest,
     ResetReply,
@@ -248,23 +250,44 @@ class WorkerVecEnv(VecEnvBase):
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
         outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "step")
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        failed = []
         for w, (ok, value) in outcomes.items():
             if ok:
                 self._store_step(w, value, infos)
             else:
-                self._flag_restarted(w, self._restart(w, value, "step"), infos)
+                failed.append((w, value))
+        if self.buffers.terminal_obs is not None:
+            self._store_ended(outcomes, infos)
+        for w, failure in failed:
+            self._flag_restarted(w, self._restart(w, failure, "step"), infos)
         return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
 
     def _store_step(self, w: int, reply: StepReply, infos: list[dict[str, Any]]) -> None:
-        """Store worker ``w``'s rows and infos; only envs with an info can have ended (StepReply)."""
+        """Store worker ``w``'s rows and infos; without terminal rows, only envs with an
+        info can have ended (StepReply), and their reset infos are stored here."""
         first = self.workers[w].first_index
         if reply.arrays is not None:
             self._store_arrays(first, reply.arrays)
         dones = self.buffers.dones
+        terminal_rows = self.buffers.terminal_obs is not None
         for k, info in reply.infos.items():
             infos[first + k] = info
-            if dones[first + k]:
+            if dones[first + k] and not terminal_rows:
                 self.reset_infos[first + k] = reply.reset_infos.get(k, {})
+
+    def _store_ended(self, outcomes: dict[int, Outcome], infos: list[dict[str, Any]]) -> None:
+        """The envs that ended, found by their done flag (workers that answered only): their
+        terminal observation from the terminal rows, their reset info from the reply."""
+        worker_of, workers = self._worker_of, self.workers
+        for i in np.flatnonzero(self.buffers.dones).tolist():
+            ok, reply = outcomes[worker_of[i]]
+            if ok:
+                infos[i] = with_terminal(self.buffers, i, infos[i])
+                self.reset_infos[i] = reply.reset_infos.get(i - workers[worker_of[i]].first_index, {})
+
+    def ended_info(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
+        """Env ``i`` ended: its info, with its terminal observation if that is in the buffers."""
+        return info if self.buffers.terminal_obs is None else with_terminal(self.buffers, i, info)
 
     def _flag_restarted(self, w: int, error: str, infos: list[dict[str, Any]]) -> None:
         worker = self.workers[w]
