@@ -9,6 +9,7 @@ __all__ = [
     "EnvWorkerError",
     "EnvTimeoutError",
     "ConcurrentCallError",
+    "EngineLimitError",
     "EnvCallFailed",
 ]
 
@@ -77,6 +78,11 @@ class ConcurrentCallError(VecEnvError, RuntimeError):
     A VecEnv serves one caller at a time; the second call is refused at once (nothing
     blocks, nothing of the running call is disturbed).
     """
+
+
+class EngineLimitError(VecEnvError, NotImplementedError):
+    """ALEVecEnv was asked for something ale-py's C++ engine cannot do; the message
+    names the alternative (usually ``make_atari_env`` with ``SubprocVecEnv``)."""
 
 
 class EnvCallFailed(Exception):

@@ -19,7 +19,7 @@ from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
 from vec_envs.async_envs import check_batch_size
 from vec_envs.arguments import check_int
-from vec_envs.errors import EnvTimeoutError, VecEnvError
+from vec_envs.errors import EngineLimitError, EnvTimeoutError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -46,11 +46,6 @@ BAD_ACTION = ("ALEVecEnv.{method}(): env {env} received action {action}, expecte
               "[0, {n}) for action space {space}")
 ENV_METADATA = {"render_modes": ["rgb_array"], "render_fps": 30}  # as ale-py's AtariEnv (which adds "human")
 SEED_RANGE = 2**31  # the engine takes C ints; -1 keeps an env's own random stream
-
-
-class EngineLimitError(VecEnvError, NotImplementedError):
-    """ALEVecEnv was asked for something ale-py's C++ engine cannot do; the message
-    names the alternative (usually ``make_atari_env`` with ``SubprocVecEnv``)."""
 
 
 def _options(frame_stack: int, preprocessing: dict[str, Any]) -> AtariOptions:
