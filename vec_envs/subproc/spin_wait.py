@@ -50,12 +50,11 @@ class Spin:
         self._mean = SPIN_MIN_S / 2
         self._deviation = SPIN_MIN_S / 8
         self._hits = 1.0  # the share of recent waits a spin of SPIN_MAX_S would have seen end
+        self._budget = SPIN_MIN_S  # worked out once per wait, in record()
 
     def budget(self) -> float:
         """Seconds to poll before sleeping (0 when spinning is off)."""
-        if not self.enabled or (self.thrifty and self._hits < _THRIFTY_HITS):
-            return 0.0
-        return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
+        return self._budget if self.enabled else 0.0
 
     def record(self, waited: float) -> None:
         """Learn from one wait (seconds from starting to wait until the message came)."""
@@ -63,6 +62,10 @@ class Spin:
         error = min(waited, SPIN_MAX_S) - self._mean
         self._mean += _SMOOTHING * error
         self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
+        if self.thrifty and self._hits < _THRIFTY_HITS:
+            self._budget = 0.0
+        else:
+            self._budget = min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
 
 
 def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
