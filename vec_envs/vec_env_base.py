@@ -414,9 +414,11 @@ class VecEnvBase(ABC):
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
 
     def _check_idle(self, method: str) -> None:
-        self._check_no_lockstep_call(method)
+        self._check_open(method)
+        if self._pending is not None:
+            self._check_no_lockstep_call(method)  # raises, naming the pending call
         if self._async.flying:
-            self._async.check_none_in_flight(method)
+            self._async.check_none_in_flight(method)  # raises, naming the envs in flight
 
     def _check_no_lockstep_call(self, method: str) -> None:
         self._check_open(method)

@@ -109,12 +109,15 @@ class Messenger:
             if w not in outcomes:
                 worker = workers[w]
                 if worker.is_local:
-                    self._collect(worker)  # the parent's own slice, stepped now
+                    self._run_local(worker)
                 else:
                     remote.append(worker)
         if remote:
             self._collect_remote(remote, deadline, timeout, method)
-        return {w: outcomes.pop(w) for w in ws}
+        gathered: dict[int, Outcome] = {}
+        for w in ws:  # a loop: no comprehension's frame to make, once per step
+            gathered[w] = outcomes.pop(w)
+        return gathered
 
     def _collect_remote(self, waiting: list[Worker], deadline: float | None, timeout: float | None,
                         method: str) -> None:
@@ -145,14 +148,19 @@ class Messenger:
         return {w: self._outcomes.pop(w) for w in done}
 
     def _collect(self, worker: Worker) -> None:
-        w = worker.index
-        if worker.is_local:  # it runs now: nothing stays due from it, even if a Ctrl-C stops it
-            self.awaiting.pop(w, None)
+        if worker.is_local:
+            self._run_local(worker)
+            return
         try:
-            self._outcomes[w] = worker.recv()
+            self._outcomes[worker.index] = worker.recv()
         except WorkerDied as died:
-            self._outcomes[w] = Outcome(False, died)
-        self.awaiting.pop(w, None)
+            self._outcomes[worker.index] = Outcome(False, died)
+        self.awaiting.pop(worker.index, None)
+
+    def _run_local(self, worker: Worker) -> None:
+        """Step the parent's own slice now (its outcome never raises WorkerDied)."""
+        self.awaiting.pop(worker.index, None)  # nothing stays due from it, even if a Ctrl-C stops it
+        self._outcomes[worker.index] = worker.recv()
 
     def results(self, outcomes: dict[int, Outcome], method: str) -> dict[int, Any]:
         """The replies, or the first failure raised (after every outcome was collected)."""
