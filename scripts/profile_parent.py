@@ -7,13 +7,16 @@ functions by own time (cProfile). Lock-step ``step()`` by default, ``recv``/``se
 that, drawn per step (stragglers: what asynchronous batches are for). ``--env zero``
 steps envs that cost nothing instead of CartPole, so the time per batch is what
 SubprocVecEnv itself costs (with ``--in-series N --step-in-parent``, N = ``--num-envs``, the
-parent steps them all itself and no worker process runs: its bookkeeping alone). To compare two versions of
-the code, run this script with each on ``PYTHONPATH`` in turn, alternating, in one shell
-command.
+parent steps them all itself and no worker process runs: its bookkeeping alone);
+``--backend dummy`` times DummyVecEnv instead, the floor for that bookkeeping. The actions
+are drawn before the clock starts, so the time per batch is the VecEnv's alone. To compare
+two versions of the code, run this script with each on ``PYTHONPATH`` in turn (the package
+is installed from /work/main in editable mode), alternating, in one shell command.
 
     python scripts/profile_parent.py --num-envs 256 --in-series 16 --profile
     python scripts/profile_parent.py --num-envs 8 --env zero
     python scripts/profile_parent.py --num-envs 8 --env zero --in-series 8 --step-in-parent
+    python scripts/profile_parent.py --num-envs 8 --env zero --backend dummy
     python scripts/profile_parent.py --num-envs 256 --batch-size 128
     python scripts/profile_parent.py --num-envs 8 --busy-ms 0.2 --batch-size 4
 """
@@ -29,13 +32,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from vec_envs import SubprocVecEnv
+from vec_envs import DummyVecEnv, SubprocVecEnv
+from vec_envs.vec_env_base import VecEnvBase
 
 
 @dataclass
 class Args:
     num_envs: int = 256  #: CartPole-v1 envs
     env: str = "cartpole"  #: cartpole, or zero: an env whose step costs nothing (SubprocVecEnv's own cost)
+    backend: str = "subproc"  #: subproc, or dummy: DummyVecEnv (the parent's bookkeeping without workers)
     in_series: str = "auto"  #: envs per worker process: an int or "auto"
     step_in_parent: bool = False  #: the parent steps the last slice itself (default: SubprocVecEnv's choice)
     batch_size: int | None = None  #: recv/send batches of this many envs (default: lock-step step())
@@ -58,6 +63,7 @@ def parse_args() -> Args:
 
 
 WARM_UP_S = 0.5  # spin budgets settle before the measurement starts
+ACTION_BATCHES = 1024  # drawn before the clock starts, then used in turn
 
 
 class BusyCartPole(gym.Wrapper):
@@ -106,10 +112,10 @@ def burn(seconds: float) -> None:
         pass
 
 
-def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float, agent_s: float,
+def run(venv: VecEnvBase, batch_size: int | None, seconds: float, agent_s: float,
         profiler: cProfile.Profile | None) -> tuple[int, int, float]:
     """Lock-step steps, or recv/send, for ``seconds`` after a warm-up: (env steps, batches, wall)."""
-    rng = np.random.default_rng(0)
+    actions = np.random.default_rng(0).integers(0, 2, (ACTION_BATCHES, venv.num_envs))
     if batch_size is None:
         venv.reset()
         env_ids = np.arange(venv.num_envs)
@@ -124,9 +130,9 @@ def run(venv: SubprocVecEnv, batch_size: int | None, seconds: float, agent_s: fl
                 profiler.enable()
         burn(agent_s)
         if batch_size is None:
-            venv.step(rng.integers(0, 2, venv.num_envs))
+            venv.step(actions[batches % ACTION_BATCHES])
         else:
-            venv.send(rng.integers(0, 2, len(env_ids)), env_ids)
+            venv.send(actions[batches % ACTION_BATCHES, :len(env_ids)], env_ids)
             env_ids = venv.recv()[4]
         batches += batches > 0
     if profiler is not None:
@@ -143,14 +149,22 @@ def measure(args: Args) -> None:
     busy_ms, env = args.busy_ms, args.env
     if env not in ("cartpole", "zero"):
         raise SystemExit(f"--env must be cartpole or zero, received {env!r}")
-    venv = SubprocVecEnv([lambda: make_env(busy_ms, env)] * args.num_envs, in_series=in_series, **options)
+    if args.backend not in ("subproc", "dummy"):
+        raise SystemExit(f"--backend must be subproc or dummy, received {args.backend!r}")
+    env_fns = [lambda: make_env(busy_ms, env)] * args.num_envs
+    if args.backend == "dummy":
+        options.pop("step_in_parent", None)
+        venv: VecEnvBase = DummyVecEnv(env_fns, **options)
+    else:
+        venv = SubprocVecEnv(env_fns, in_series=in_series, **options)
     try:
         steps, batches, wall = run(venv, args.batch_size, args.seconds, args.agent_ms / 1000, profiler)
         mode = "step()" if args.batch_size is None else f"recv/send batch {args.batch_size}"
         busy = f" (+ {busy_ms:g}-{10 * busy_ms:g} ms work per step)" if busy_ms else ""
         busy += f" (+ {args.agent_ms:g} ms agent work per batch)" if args.agent_ms else ""
         name = "zero-cost env" if env == "zero" else "CartPole-v1"
-        print(f"{name}{busy} x {args.num_envs}, {len(venv.workers)} workers, {mode}: {steps / wall:,.0f} steps/s, "
+        where = f"{len(venv.workers)} workers" if isinstance(venv, SubprocVecEnv) else "DummyVecEnv"
+        print(f"{name}{busy} x {args.num_envs}, {where}, {mode}: {steps / wall:,.0f} steps/s, "
               f"{wall / batches * 1e6:,.1f} us per batch")
     finally:
         venv.close()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -18,6 +18,8 @@ from vec_envs.spaces.checks import check_actions
 from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
+
+T = TypeVar("T")
 
 CLOSED = "{cls}.{method}() called after close(); make a new {cls} instead"
 PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its {pending}_wait(); "
@@ -56,10 +58,14 @@ class VecEnvBase(ABC):
 
     metadata = {"render_modes": list(RENDER_MODES)}
     _call_guard: CallGuard | None = None  # made in __init__; until then calls are not guarded
+    #: ``step`` runs ``step_async``'s and ``step_wait``'s bodies itself, unless a subclass
+    #: overrides either (a wrapper): then it calls them, so the override runs
+    _step_in_one: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         guard_methods(cls)  # one caller at a time, whatever the subclass overrides
+        cls._step_in_one = cls.step_async is VecEnvBase.step_async and cls.step_wait is VecEnvBase.step_wait
 
     def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space,
                  batch_size: int | None = None) -> None:
@@ -160,22 +166,35 @@ class VecEnvBase(ABC):
 
     def step_async(self, actions: Any) -> None:
         """Start a step with one action per env."""
-        self._check_idle("step_async")
-        actions = self._check_actions(actions)
-        self._async.clear()
-        self._step_async(actions)
-        self._pending = "step"
+        self._start_step(actions)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
-        timeout = check_timeout(timeout, "step_wait(): timeout")
-        return self._finish_pending(lambda: self._step_wait(timeout))
+        if timeout is not None:
+            timeout = check_timeout(timeout, "step_wait(): timeout")
+        return self._finish_pending(self._step_wait, timeout)
 
-    def _finish_pending(self, wait: Any) -> Any:
-        """Run ``wait()`` for the pending call; it stays pending only after a timeout."""
+    def step(self, actions: Any) -> VecEnvStepReturn:
+        """``step_async(actions)`` then ``step_wait()``."""
+        if not self._step_in_one:  # a subclass overrides step_async or step_wait: call them
+            self.step_async(actions)
+            return self.step_wait()
+        self._start_step(actions)  # as step_async would, without a second trip through the guard
+        return self._finish_pending(self._step_wait, None)
+
+    def _start_step(self, actions: Any) -> None:
+        """``step_async``: check the call and the actions, start the backend's step."""
+        self._check_idle("step_async")
+        actions = check_actions(self.action_space, actions, self.num_envs, "step_async")
+        self._async.clear()
+        self._step_async(actions)
+        self._pending = "step"
+
+    def _finish_pending(self, wait: Callable[..., T], *args: Any) -> T:
+        """Run ``wait(*args)`` for the pending call; it stays pending only after a timeout."""
         try:
-            result = wait()
+            result = wait(*args)
         except EnvTimeoutError:
             raise  # still pending: the caller may wait again
         except BaseException:
@@ -183,11 +202,6 @@ class VecEnvBase(ABC):
             raise
         self._pending = None
         return result
-
-    def step(self, actions: Any) -> VecEnvStepReturn:
-        """``step_async(actions)`` then ``step_wait()``."""
-        self.step_async(actions)
-        return self.step_wait()
 
     # ------------------------------------------------------- asynchronous batches
     def async_reset(self) -> None:
@@ -400,8 +414,11 @@ class VecEnvBase(ABC):
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
 
     def _check_idle(self, method: str) -> None:
-        self._check_no_lockstep_call(method)
-        self._async.check_none_in_flight(method)
+        self._check_open(method)
+        if self._pending is not None:
+            self._check_no_lockstep_call(method)  # raises, naming the pending call
+        if self._async.flying:
+            self._async.check_none_in_flight(method)  # raises, naming the envs in flight
 
     def _check_no_lockstep_call(self, method: str) -> None:
         self._check_open(method)

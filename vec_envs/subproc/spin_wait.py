@@ -28,6 +28,7 @@ SPIN_MIN_S = 200e-6
 SPIN_MAX_S = 2e-3
 _SMOOTHING = 0.125
 _THRIFTY_HITS = 0.8  # a thrifty spin stops while fewer of the recent waits than this ended in time
+_MAX_UNLEARNT = 64  # waits noted before they are learnt from anyway
 
 _yield = getattr(os, "sched_yield", lambda: None)
 
@@ -50,19 +51,34 @@ class Spin:
         self._mean = SPIN_MIN_S / 2
         self._deviation = SPIN_MIN_S / 8
         self._hits = 1.0  # the share of recent waits a spin of SPIN_MAX_S would have seen end
+        self._budget = SPIN_MIN_S
+        self._unlearnt: list[float] = []  # waits recorded since the last budget()
 
     def budget(self) -> float:
         """Seconds to poll before sleeping (0 when spinning is off)."""
-        if not self.enabled or (self.thrifty and self._hits < _THRIFTY_HITS):
-            return 0.0
-        return min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
+        if self._unlearnt:
+            self._learn()
+        return self._budget if self.enabled else 0.0
 
     def record(self, waited: float) -> None:
-        """Learn from one wait (seconds from starting to wait until the message came)."""
-        self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
-        error = min(waited, SPIN_MAX_S) - self._mean
-        self._mean += _SMOOTHING * error
-        self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
+        """Note one wait (seconds from starting to wait until the message came). The next
+        ``budget()`` learns from it: a process records just as its work arrives, and
+        learns once it waits again, when nothing waits for it."""
+        self._unlearnt.append(waited)
+        if len(self._unlearnt) >= _MAX_UNLEARNT:  # nobody asked for a budget in a while
+            self._learn()
+
+    def _learn(self) -> None:
+        for waited in self._unlearnt:
+            self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
+            error = min(waited, SPIN_MAX_S) - self._mean
+            self._mean += _SMOOTHING * error
+            self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
+        self._unlearnt.clear()
+        if self.thrifty and self._hits < _THRIFTY_HITS:
+            self._budget = 0.0
+        else:
+            self._budget = min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
 
 
 def spin_until(ready: Callable[[], Any], seconds: float) -> Any:

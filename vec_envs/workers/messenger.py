@@ -99,30 +99,41 @@ class Messenger:
         self.awaiting.pop(w, None)
         self._outcomes.pop(w, None)
 
-    def gather(self, ws: Iterable[int], timeout: float | None, method: str) -> dict[int, Outcome]:
-        """Outcomes of workers ``ws``; EnvTimeoutError (keeping what arrived) after ``timeout``."""
-        ws = list(ws)
+    def gather(self, ws: Sequence[int], timeout: float | None, method: str) -> dict[int, Outcome]:
+        """Outcomes of workers ``ws``, in that order; EnvTimeoutError (keeping what arrived)
+        after ``timeout``. The parent's own slice runs first, while the others work."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        waiting = []
+        outcomes, workers = self._outcomes, self.workers
+        remote = []
         for w in ws:
-            if w in self._outcomes:
-                continue
-            worker = self.workers[w]
-            if worker.is_local:
-                self._collect(worker)  # the parent's own slice, stepped now
-            else:
-                waiting.append(w)
-        while waiting:
+            if w not in outcomes:
+                worker = workers[w]
+                if worker.is_local:
+                    self._run_local(worker)
+                else:
+                    remote.append(worker)
+        if remote:
+            self._collect_remote(remote, deadline, timeout, method)
+        gathered: dict[int, Outcome] = {}
+        for w in ws:  # a loop: no comprehension's frame to make, once per step
+            gathered[w] = outcomes.pop(w)
+        return gathered
+
+    def _collect_remote(self, waiting: list[Worker], deadline: float | None, timeout: float | None,
+                        method: str) -> None:
+        """Collect the outcomes of ``waiting`` (not empty) as they come; EnvTimeoutError at ``deadline``."""
+        while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = self.worker_class.wait([self.workers[w] for w in waiting], remaining)
+            ready = self.worker_class.wait(waiting, remaining)
             if not ready:
                 if timeout is None:  # no deadline: [] was a spurious wake-up, wait on
                     continue
-                raise self._timeout_error(waiting, method, timeout)
+                raise self._timeout_error([worker.index for worker in waiting], method, timeout)
             for worker in ready:
                 self._collect(worker)
-                waiting.remove(worker.index)
-        return {w: self._outcomes.pop(w) for w in ws}
+            if len(ready) == len(waiting):
+                return
+            waiting = [worker for worker in waiting if worker not in ready]
 
     def gather_any(self, ws: Iterable[int], timeout: float | None) -> dict[int, Outcome]:
         """The outcomes of those of ``ws`` that answer first (the parent's own slice at once);
@@ -137,13 +148,19 @@ class Messenger:
         return {w: self._outcomes.pop(w) for w in done}
 
     def _collect(self, worker: Worker) -> None:
-        if worker.is_local:  # it runs now: nothing stays due from it, even if a Ctrl-C stops it
-            self.awaiting.pop(worker.index, None)
+        if worker.is_local:
+            self._run_local(worker)
+            return
         try:
             self._outcomes[worker.index] = worker.recv()
         except WorkerDied as died:
             self._outcomes[worker.index] = Outcome(False, died)
         self.awaiting.pop(worker.index, None)
+
+    def _run_local(self, worker: Worker) -> None:
+        """Step the parent's own slice now (its outcome never raises WorkerDied)."""
+        self.awaiting.pop(worker.index, None)  # nothing stays due from it, even if a Ctrl-C stops it
+        self._outcomes[worker.index] = worker.recv()
 
     def results(self, outcomes: dict[int, Outcome], method: str) -> dict[int, Any]:
         """The replies, or the first failure raised (after every outcome was collected)."""
