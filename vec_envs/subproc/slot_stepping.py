@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pickle
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from vec_envs.errors import EnvCallFailed
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.subproc.env_slots import AsyncResetRequest, EnvMessage, WorkerSlots
+from vec_envs.subproc.unpicklable import unpicklable_reply
 from vec_envs.subproc.wake_up import Waker
 from vec_envs.workers.protocol import Outcome, WorkerFailure
 
@@ -79,15 +79,8 @@ def _answer(conn: Connection, slots: WorkerSlots, k: int, seq: int, outcome: Out
 
 
 def _unpicklable(env: int, method: str, infos: tuple[Any, Any], exc: Exception) -> WorkerFailure:
-    """Why env ``env``'s message cannot be pickled: which of its infos, in the words of the
-    lock-step path (``subproc_worker._unpicklable``)."""
+    """Why env ``env``'s message cannot be pickled: which of its infos (its step info, its
+    reset info), in the words of the lock-step path."""
     named = (("info", method), ("reset info", "reset")) if method == "step" else (("reset info", "reset"),)
-    for (what, source), info in zip(named, infos):
-        try:
-            ForkingPickler.dumps(info)
-        except Exception as info_exc:  # whatever pickling raises, this info is the culprit
-            return WorkerFailure(env, method, f"the {what} env {env} returned from {source}() cannot be pickled to "
-                                              f"reach the parent process ({type(info_exc).__name__}: {info_exc}); "
-                                              "keep infos to picklable values", "")
-    return WorkerFailure(env, method, f"the message of env {env} cannot be pickled to reach the parent process "
-                                      f"({type(exc).__name__}: {exc})", "")
+    return unpicklable_reply(method, ((what, source, env, info) for (what, source), info in zip(named, infos)),
+                             f"the message of env {env}", env, exc)

@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
@@ -24,6 +23,7 @@ from vec_envs.subproc.shared_slice_server import (
     send_attach,
 )
 from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.subproc.unpicklable import unpicklable_reply
 from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
 from vec_envs.workers.protocol import EMPTY_STEP_REPLY, Command, Outcome, ResetReply, StepReply, WorkerFailure
 from vec_envs.workers.worker import Worker, WorkerDied
@@ -134,18 +134,8 @@ def _reply(conn: Connection, outcome: Outcome, command: int, first_index: int) -
 
 def _unpicklable(reply: Any, method: str, first_index: int, exc: Exception) -> WorkerFailure:
     """Why ``reply`` cannot be pickled: the first env info that cannot, naming the env."""
-    reason = f"{type(exc).__name__}: {exc}"
-    for what, source, infos in _infos_of(reply):
-        for k, info in infos:
-            try:
-                ForkingPickler.dumps(info)
-            except Exception as info_exc:  # whatever pickling raises, this info is the culprit
-                i = first_index + k
-                return WorkerFailure(i, method, f"the {what} env {i} returned from {source}() cannot be pickled to "
-                                                f"reach the parent process ({type(info_exc).__name__}: {info_exc}); "
-                                                "keep infos to picklable values", "")
-    return WorkerFailure(None, method, f"the result of {method}() cannot be pickled to reach the parent process "
-                                       f"({reason}); return picklable values", "")
+    infos = ((what, source, first_index + k, info) for what, source, pairs in _infos_of(reply) for k, info in pairs)
+    return unpicklable_reply(method, infos, f"the result of {method}()", None, exc)
 
 
 def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
