@@ -9,7 +9,7 @@ requests.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -87,27 +87,36 @@ class AsyncEnvs:
 
     def check_send(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as an int64 array; ValueError unless each env is RETURNED, once."""
-        ids = self._as_indices(env_ids)
-        counts = np.bincount(ids, minlength=self.num_envs)  # cheaper than np.unique
-        if (counts > 1).any():
+        ids, counts = self._as_indices(env_ids)
+        if np.count_nonzero(counts > (self.status == _RETURNED)):  # named twice, or not returned
+            self._refuse(ids, counts)
+        return ids
+
+    def _as_indices(self, env_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``env_ids`` as an int64 array, and how many times it names each env."""
+        try:
+            ids: np.ndarray | None = np.asarray(env_ids)
+        except (TypeError, ValueError):  # ragged
+            ids = None
+        if ids is not None and ids.ndim == 1 and (ids.dtype.kind in "iu" or ids.size == 0):
+            ids = ids.astype(np.int64, copy=False)  # a uint64 beyond int64 turns negative
+            try:
+                counts = np.bincount(ids, minlength=self.num_envs)  # cheaper than np.unique
+            except ValueError:  # a negative index
+                counts = None
+            if counts is not None and len(counts) == self.num_envs:  # else an index past the last env
+                return ids, counts
+        raise ValueError(BAD_ENV_IDS.format(cls=self.cls, last=self.num_envs - 1, value=env_ids))
+
+    def _refuse(self, ids: np.ndarray, counts: np.ndarray) -> NoReturn:
+        """The ValueError for ``env_ids`` that name an env twice or one not RETURNED."""
+        if np.count_nonzero(counts > 1):
             raise ValueError(REPEATED.format(cls=self.cls, envs=np.flatnonzero(counts > 1).tolist()))
         status = self.status[ids]
         wrong = status != _RETURNED
-        if wrong.any():
-            why = "in flight" if (status[wrong] == _IN_FLIGHT).all() else \
-                "no async round is running for some: async_reset() starts one"
-            raise ValueError(NOT_RETURNED.format(cls=self.cls, envs=ids[wrong].tolist(), why=why))
-        return ids
-
-    def _as_indices(self, env_ids: Any) -> np.ndarray:
-        try:
-            ids = np.asarray(env_ids)
-        except (TypeError, ValueError):
-            ids = np.asarray([], np.float64)
-        valid = ids.ndim == 1 and (ids.dtype.kind in "iu" or ids.size == 0)
-        if not valid or (ids.size and (ids.min() < 0 or ids.max() >= self.num_envs)):
-            raise ValueError(BAD_ENV_IDS.format(cls=self.cls, last=self.num_envs - 1, value=env_ids))
-        return ids.astype(np.int64, copy=False)
+        why = "in flight" if (status[wrong] == _IN_FLIGHT).all() else \
+            "no async round is running for some: async_reset() starts one"
+        raise ValueError(NOT_RETURNED.format(cls=self.cls, envs=ids[wrong].tolist(), why=why))
 
     def start_all(self) -> None:
         """``async_reset``: every env is in flight."""

@@ -438,6 +438,10 @@ class VecEnvBase(ABC):
         """One action per env (per env of ``env_ids`` when given), checked against the action space."""
         if env_ids is None:
             return check_actions(self.action_space, actions, self.num_envs, method)
+        try:
+            return check_actions(self.action_space, actions, len(env_ids), method)
+        except ValueError:  # checked again for the message, which names env_ids
+            pass
         return check_actions(self.action_space, actions, len(env_ids), method,
                              per=f"one per env of env_ids {env_ids.tolist()}")
 

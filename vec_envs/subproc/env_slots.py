@@ -67,12 +67,13 @@ class EnvSlots:
 
     def __init__(self, requested: np.ndarray, answered: np.ndarray, worker_rows: np.ndarray) -> None:
         self.requested, self.answered, self.worker_rows = requested, answered, worker_rows
-        self.expected = np.zeros(len(requested), np.int64)  # the number each env's answer will carry
+        self.expected = requested.copy()  # the number each env's answer will carry, never below requested
+        self._sleeping = worker_rows[:-1, _SLEEPING]  # the last row is the parent's (``wake_up.py``)
 
     def _next(self, env_ids: np.ndarray) -> np.ndarray:
         """Numbers above every one used for these envs (steps and resets alike), so an
         answer never looks like the answer to a later request."""
-        seqs = np.maximum(self.requested[env_ids], self.expected[env_ids]) + 1
+        seqs = self.expected[env_ids] + 1  # requested is expected or below
         self.expected[env_ids] = seqs
         return seqs
 
@@ -95,7 +96,7 @@ class EnvSlots:
 
     def any_sleeping(self) -> bool:
         """Is any worker asleep on its pipe? (The last row is the parent's, ``wake_up.py``.)"""
-        return bool(self.worker_rows[:-1, _SLEEPING].any())
+        return bool(np.count_nonzero(self._sleeping))
 
     def has_message(self, i: int) -> bool:
         """Did a pipe message go with env ``i``'s last answer?"""

@@ -62,8 +62,10 @@ class SlottedBatches(AsyncBatches):
         self.slots, self.actions = slots, actions
         self.slotted = np.array([not worker.is_local for worker in venv.workers])
         self.env_slotted = self.slotted[self.worker_of]
+        self.all_slotted = bool(self.slotted.all())  # no parent's own slice: send and take skip the masks
         self.flying = np.zeros(venv.num_envs, np.bool_)  # requested, not seen finished yet
         self.resetting = np.zeros(venv.num_envs, np.bool_)  # the row due is a reset row
+        self.any_resetting = False  # False: no env of ``resetting`` is (take skips it)
         self.unread = np.zeros(venv.num_envs, np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
         self.spin = spin
@@ -79,18 +81,19 @@ class SlottedBatches(AsyncBatches):
             worker = self.venv.workers[w]
             env_ids = np.arange(worker.first_index, worker.stop)
             seqs = self.slots.reset_seqs(env_ids)
-            self.flying[env_ids] = self.resetting[env_ids] = True
+            self.flying[env_ids] = self.resetting[env_ids] = self.any_resetting = True
             own = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
             self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs.tolist(), own.options))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:
-        mask = self.env_slotted[env_ids]
-        if not mask.all():
-            super().send(split_actions(actions, np.flatnonzero(~mask)), env_ids[~mask])
-        env_ids = env_ids[mask]
+        if not self.all_slotted:
+            mask = self.env_slotted[env_ids]
+            if not mask.all():
+                super().send(split_actions(actions, np.flatnonzero(~mask)), env_ids[~mask])
+                actions, env_ids = actions[mask], env_ids[mask]
         if len(env_ids) == 0:
             return
-        self.actions[env_ids] = actions if len(env_ids) == len(mask) else actions[mask]
+        self.actions[env_ids] = actions
         self.slots.request(env_ids)  # after the actions: a worker that sees it finds them
         self.flying[env_ids] = True
         if self.slots.any_sleeping():  # spinning workers see the requests by themselves
@@ -128,7 +131,7 @@ class SlottedBatches(AsyncBatches):
     # ------------------------------------------------------------------ the work
     def _scan(self) -> int:
         """Move the envs that finished into ``ready``; how many are ready now."""
-        done = np.flatnonzero(self.slots.finished_of(self.flying))
+        done = self.slots.finished_of(self.flying).nonzero()[0]
         if len(done):
             self.flying[done] = False
             self.unread[done] = self.slots.answered[done] & 1
@@ -136,7 +139,7 @@ class SlottedBatches(AsyncBatches):
         return len(self.ready)
 
     def _any_finished(self) -> bool:
-        return bool(self.slots.finished_of(self.flying).any())
+        return bool(np.count_nonzero(self.slots.finished_of(self.flying)))
 
     def _wait(self, deadline: float | None, wanted: int) -> bool:
         """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs
@@ -173,22 +176,35 @@ class SlottedBatches(AsyncBatches):
 
     def take(self, count: int) -> VecEnvRecvReturn:
         """Read what the envs about to be returned have to say (vectorized: only the envs
-        with a message or a reset cost Python work), then return them."""
+        with a message, a reset or an episode's end cost Python work), then return them."""
         env_ids = np.array(self.ready[:count], np.int64)
-        mine = env_ids[self.env_slotted[env_ids]]
-        if self.infos:  # restarted envs carry their infos already
-            mine = mine[~np.isin(mine, list(self.infos))]
-        talking = (self.slots.answered[mine] & 1).astype(np.bool_)
-        quiet = mine[~talking]
-        for i in quiet[self.resetting[quiet] | self.venv.buffers.dones[quiet]].tolist():
-            self._store_info(i, {}, None)
-        for i in mine[talking].tolist():
-            if i not in self.infos:  # a failure of its worker may have flagged it meanwhile
-                message = self._message(i)
-                if message is not None:
-                    self._store_info(i, *message.outcome.value)
-        self.resetting[mine] = False
-        return super().take(count)
+        dones = self.venv.buffers.dones[env_ids]
+        talking = self.slots.answered[env_ids] & 1
+        due = talking | dones
+        if self.any_resetting:
+            due |= self.resetting[env_ids]
+        if not self.all_slotted:  # the parent's own slice stored its infos already
+            due &= self.env_slotted[env_ids]
+        due = due.nonzero()[0]
+        if len(due):
+            self._read_infos(env_ids[due].tolist(), talking[due].tolist())
+            dones = self.venv.buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
+        if self.any_resetting:
+            self.resetting[env_ids] = False
+            self.any_resetting = bool(np.count_nonzero(self.resetting))
+        return self.pop_ready(env_ids, dones)
+
+    def _read_infos(self, env_ids: list[int], talking: list[int]) -> None:
+        """Store the infos of ``env_ids``, reading the messages of those ``talking``."""
+        for i, talks in zip(env_ids, talking):
+            if i in self.infos:  # restarted (its worker failed, maybe just now): flagged already
+                continue
+            if not talks:
+                self._store_info(i, {}, None)
+                continue
+            message = self._message(i)
+            if message is not None:
+                self._store_info(i, *message.outcome.value)
 
     def _store_info(self, i: int, info: dict[str, Any], reset_info: dict[str, Any] | None) -> None:
         """Env ``i``'s info, and its reset info after a reset or an episode's end."""
@@ -255,7 +271,7 @@ class SlottedBatches(AsyncBatches):
                     self._read_one(w)
             except WorkerDied:
                 pass
-        self.flying[:] = self.resetting[:] = self.unread[:] = False
+        self.flying[:] = self.resetting[:] = self.unread[:] = self.any_resetting = False
         self._forget()
         self.messages.clear()
 

@@ -105,10 +105,14 @@ class AsyncBatches:
     def take(self, count: int) -> VecEnvRecvReturn:
         """Return ``count`` ready envs, first finished first (their rows are in the buffers)."""
         env_ids = np.array(self.ready[:count], np.int64)
-        del self.ready[:count]
+        return self.pop_ready(env_ids, self.venv.buffers.dones[env_ids])
+
+    def pop_ready(self, env_ids: np.ndarray, dones: np.ndarray) -> VecEnvRecvReturn:
+        """Return ``env_ids``, the first of ``ready``, with their rows (``dones`` gathered already)."""
+        del self.ready[:len(env_ids)]
         buffers = self.venv.buffers
         infos = [self.infos.pop(i, {}) for i in env_ids.tolist()]
-        return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids
+        return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def in_flight(self) -> list[int]:
         """Envs sent or reset and not finished yet, in index order."""
