@@ -36,7 +36,9 @@ def test_batch_size_runs_recv_send_and_counts_scores_per_env(tmp_path):
         with open(path) as f:
             f.readline()
             episodes += len(list(csv.DictReader(f)))
-    assert int(match.group(2)) == episodes > 0  # every finished game is counted, once
+    # every game recv returned as finished is counted, once; the 3 envs still in flight at the
+    # end may finish a game in their last step (in the monitor CSV, never returned by recv)
+    assert 0 < int(match.group(2)) <= episodes <= int(match.group(2)) + 3
     assert "step/s" in proc.stderr
 
 
