@@ -83,9 +83,13 @@ def test_send_with_bad_env_ids(make, closing):
     venv, returned = started(make, closing)
     with pytest.raises(ValueError, match=r"names envs \[\d\] more than once"):
         venv.send([0, 0], [returned[0], returned[0]])
-    for bad in ([N], [-1], [[0, 1]], [0.5], "0"):
+    for bad in ([N], [-1], [[0, 1]], [0.5], "0", [[0], [0, 1]], np.array([2**63], np.uint64),
+                np.array([True]), np.array([N], np.int8)):
         with pytest.raises(ValueError, match=rf"env_ids must be a 1-D sequence of env indices in 0\.\.{N - 1}"):
             venv.send([0], bad)
+    venv.send(np.zeros(0, np.int64), [])  # nothing to send is fine
+    venv.send([0, 0], np.asarray(returned, np.uint8))  # any int dtype
+    assert len(venv.recv()[4]) == 2
 
 
 def test_send_before_any_async_round(make, closing):
