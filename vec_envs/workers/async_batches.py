@@ -111,7 +111,7 @@ class AsyncBatches:
         """Return ``env_ids``, the first of ``ready``, with their rows (``dones`` gathered already)."""
         del self.ready[:len(env_ids)]
         buffers = self.venv.buffers
-        infos = [self.infos.pop(i, {}) for i in env_ids.tolist()]
+        infos = [self.infos.pop(i, {}) for i in env_ids.tolist()] if self.infos else [{} for _ in range(len(env_ids))]
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def in_flight(self) -> list[int]:
