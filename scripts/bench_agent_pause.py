@@ -23,11 +23,11 @@ for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
 from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
-
 from bench.args import parse  # noqa: E402
 from bench.envs import make_env  # noqa: E402
 from bench.table import LatencyStats, markdown_table  # noqa: E402
 from bench.timing import time_calls  # noqa: E402
+
 from vec_envs import SubprocVecEnv  # noqa: E402
 
 WARMUP_STEPS = 10

@@ -39,11 +39,11 @@ for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
         sys.path.insert(0, _path)
 
 import numpy as np  # noqa: E402
-from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
-
 from bench.args import parse  # noqa: E402
 from bench.envs import make_env  # noqa: E402
 from bench.timing import time_block  # noqa: E402
+from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
+
 from vec_envs import DummyVecEnv, SubprocVecEnv  # noqa: E402
 from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3  # noqa: E402
 

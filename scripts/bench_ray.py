@@ -33,6 +33,7 @@ from bench.args import parse  # noqa: E402
 from bench.envs import ENVS, make_env  # noqa: E402
 from bench.table import LatencyStats, fmt, markdown_table  # noqa: E402
 from bench.timing import presample, time_calls  # noqa: E402
+
 from vec_envs import RayVecEnv, SubprocVecEnv  # noqa: E402
 
 WORKLOADS = {"cartpole": 64, "pong": 8}   # env of bench.envs -> envs in the batch

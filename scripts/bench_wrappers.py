@@ -27,13 +27,13 @@ for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
-from gymnasium import spaces  # noqa: E402
-
 from bench.args import parse  # noqa: E402
 from bench.envs import make_ale  # noqa: E402
 from bench.extras import require  # noqa: E402
 from bench.table import fmt, markdown_table  # noqa: E402
 from bench.timing import presample, time_block  # noqa: E402
+from gymnasium import spaces  # noqa: E402
+
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase  # noqa: E402
 from wrappers import VecFrameStack, VecMonitor, VecNormalize  # noqa: E402
 

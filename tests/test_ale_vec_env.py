@@ -16,10 +16,14 @@ pytest.importorskip("ale_py", reason="ALEVecEnv needs ale-py: pip install -e '.[
 
 from tests.helpers import assert_same, check_lockstep_misuse  # noqa: E402
 from vec_envs import ALEVecEnv, DummyVecEnv, tile_images  # noqa: E402
-from vec_envs.errors import EngineLimitError  # noqa: E402
 from vec_envs.ale.ale_options import resolve_game  # noqa: E402
-from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,  # noqa: E402
-                             NoAsyncCallError)
+from vec_envs.errors import (  # noqa: E402
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    EngineLimitError,  # noqa: E402
+    EnvTimeoutError,
+    NoAsyncCallError,
+)
 from wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
 from wrappers.atari import make_atari_env  # noqa: E402
 

@@ -17,9 +17,19 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 cv2 = pytest.importorskip("cv2")
 
 from vec_envs import DummyVecEnv  # noqa: E402
-from wrappers.atari import (ClipRewardEnv, EpisodeMonitor, EpisodicLifeEnv, FireResetEnv,  # noqa: E402
-                            MaxAndSkipEnv, NoopResetEnv, WarpFrame, make_atari, make_atari_env,
-                            resolve_atari_id, wrap_deepmind)
+from wrappers.atari import (  # noqa: E402
+    ClipRewardEnv,
+    EpisodeMonitor,
+    EpisodicLifeEnv,
+    FireResetEnv,
+    MaxAndSkipEnv,
+    NoopResetEnv,
+    WarpFrame,
+    make_atari,
+    make_atari_env,
+    resolve_atari_id,
+    wrap_deepmind,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -19,12 +19,18 @@ import numpy as np
 import pytest
 
 from tests import ray_runtime
-from tests.helpers import (check_hang_times_out_and_close_works, alive, assert_same, fns_with, run_trace,
-                           step_until_error)
 from tests.envs import DictObsEnv, SeededEnv
+from tests.helpers import (
+    alive,
+    assert_same,
+    check_hang_times_out_and_close_works,
+    fns_with,
+    run_trace,
+    step_until_error,
+)
 from vec_envs import DummyVecEnv, RayVecEnv
-from vec_envs.ray import ray_vec_env
 from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
+from vec_envs.ray import ray_vec_env
 from vec_envs.ray.ray_vec_env import connect_ray, default_cpus_per_worker
 
 pytestmark = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.backends import BACKENDS
-from tests.helpers import assert_same, run_trace
 from tests.envs import DictObsEnv
+from tests.helpers import assert_same, run_trace
 from vec_envs import DummyVecEnv
 
 WORKER_BACKENDS = [p for p in BACKENDS if p.id != "dummy"]

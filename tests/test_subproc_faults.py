@@ -13,8 +13,8 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.helpers import check_hang_times_out_and_close_works, alive, fns_with, step_until_error
 from tests.envs import BadShapeEnv, SeededEnv
+from tests.helpers import alive, check_hang_times_out_and_close_works, fns_with, step_until_error
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
 

@@ -1,7 +1,7 @@
 """Small deterministic envs for the wrapper tests (module level: workers must import them)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np

@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from vec_envs.errors import EnvCallFailed
 from vec_envs.spaces.batching import copy_obs, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
-from vec_envs.errors import EnvCallFailed
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 

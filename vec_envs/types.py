@@ -1,8 +1,9 @@
 """Type aliases shared by every backend and wrapper, and the one data type of the API (EnvState)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np

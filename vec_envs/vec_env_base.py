@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
+from vec_envs.arguments import check_int, check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.call_guard import CallGuard, guard_methods
-from vec_envs.arguments import check_int
-from vec_envs.errors import (AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError,
-                             NoAsyncCallError)
+from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
 from vec_envs.rendering.tile_images import tile_images
 from vec_envs.spaces.checks import check_actions
 from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn

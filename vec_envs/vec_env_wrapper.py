@@ -1,7 +1,8 @@
 """VecEnvWrapper and VecEnvObservationWrapper: layers over any VecEnv."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces

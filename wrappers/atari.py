@@ -21,7 +21,8 @@ import inspect
 import multiprocessing
 import os
 import time
-from typing import Any, Callable, SupportsFloat
+from collections.abc import Callable
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np

@@ -13,8 +13,8 @@ with page faults on every step (~0.2 ms per expression at this size instead of ~
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
 
 import numpy as np
 

@@ -1,8 +1,8 @@
 """StackedObservations: the last ``n_stack`` observations of every env, along the channels."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces

@@ -7,7 +7,8 @@ import math
 import os
 import tempfile
 import zipfile
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces

@@ -6,10 +6,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.spaces.describe import is_image_space
 from vec_envs.types import VecEnvObs
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvObservationWrapper
-from vec_envs.spaces.describe import is_image_space
 
 __all__ = ["VecTransposeImage"]
 

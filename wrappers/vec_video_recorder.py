@@ -8,7 +8,8 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 

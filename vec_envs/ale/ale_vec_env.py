@@ -17,8 +17,8 @@ from gymnasium import spaces
 
 from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
-from vec_envs.async_envs import check_batch_size
 from vec_envs.arguments import check_int
+from vec_envs.async_envs import check_batch_size
 from vec_envs.errors import EngineLimitError, EnvTimeoutError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase

@@ -5,8 +5,9 @@ Importing this module does not import Ray; building a ``RayVecEnv`` does.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vec_envs.types import EnvFn
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series

@@ -5,8 +5,9 @@ depth. A space with no fixed size (Text, Graph, Sequence, ...) is batched as a p
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces

@@ -15,13 +15,14 @@ nothing to a worker's reply; whoever reads the batch adds them with ``with_termi
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
-from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.errors import EnvCallFailed
+from vec_envs.planning.env_state import get_env_state, set_env_state
+from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
 from vec_envs.stepping.env_output import check_reset_result, check_step_result
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info

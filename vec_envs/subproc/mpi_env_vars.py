@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 __all__ = ["clear_mpi_env_vars"]
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Spin", "spin_until", "SPIN_MIN_S", "SPIN_MAX_S"]
 

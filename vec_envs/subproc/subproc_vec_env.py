@@ -4,9 +4,9 @@ from __future__ import annotations
 import multiprocessing as mp
 from collections.abc import Sequence
 
+from vec_envs.arguments import check_timeout
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
-from vec_envs.arguments import check_timeout
 from vec_envs.subproc import doorbell, wake_up
 from vec_envs.subproc.doorbell import Doorbell
 from vec_envs.subproc.env_slots import EnvSlots

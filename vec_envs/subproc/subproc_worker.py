@@ -173,21 +173,26 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
                 last_seq = event
                 _answer_doorbell(conn, server, server.doorbell, event)
                 continue
-            command, payload = conn.recv()
-            if command in (Command.ASYNC_RESET, Command.WAKE):  # answered per env in the slots
-                if command == Command.ASYNC_RESET:
-                    server.async_reset(conn, payload)
-                continue
-            if command == Command.ATTACH_SHARED:
-                payload = receive_attach(conn, payload)
-            _reply(conn, server.handle(command, payload), command, server.first_index)
-            if command == Command.CLOSE:
+            if _serve_pipe_command(conn, server) == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent closed its end
     finally:
         server.close_quietly()
         conn.close()
+
+
+def _serve_pipe_command(conn: Connection, server: SharedSliceServer) -> int:
+    """Read and answer the command waiting in the pipe; returns it."""
+    command, payload = conn.recv()
+    if command in (Command.ASYNC_RESET, Command.WAKE):  # answered per env in the slots
+        if command == Command.ASYNC_RESET:
+            server.async_reset(conn, payload)
+        return int(command)
+    if command == Command.ATTACH_SHARED:
+        payload = receive_attach(conn, payload)
+    _reply(conn, server.handle(command, payload), command, server.first_index)
+    return int(command)
 
 
 @contextlib.contextmanager

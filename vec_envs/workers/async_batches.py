@@ -22,8 +22,7 @@ from vec_envs.errors import EnvTimeoutError
 from vec_envs.spaces.batching import take_rows, write_rows
 from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import Info, VecEnvRecvReturn
-from vec_envs.workers.protocol import (Command, Outcome, ResetReply, ResetRequest, StepEnvsReply,
-                                       StepEnvsRequest)
+from vec_envs.workers.protocol import Command, Outcome, ResetReply, ResetRequest, StepEnvsReply, StepEnvsRequest
 
 if TYPE_CHECKING:
     from vec_envs.workers.worker_vec_env import WorkerVecEnv

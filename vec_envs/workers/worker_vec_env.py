@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.arguments import check_timeout
-from vec_envs.arguments import check_int
+from vec_envs.arguments import check_int, check_timeout
+from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size, write_rows
 from vec_envs.stepping.env_slice import with_terminal
-from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers import fork_safety
