@@ -11,8 +11,8 @@ from tests.backends import BACKENDS
 from tests.envs import SeededEnv
 from vec_envs import DummyVecEnv
 from vec_envs.errors import (
-    BrokenVecEnvError,
     AlreadyPendingCallError,
+    BrokenVecEnvError,
     ClosedEnvironmentError,
     NoAsyncCallError,
 )

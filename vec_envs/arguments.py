@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_env_fns", "check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
+__all__ = ["check_env_fns", "check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options",
+           "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
 ENV_FNS_EXPECTED = "a list of zero-argument env factories, one per env (e.g. [make_env] * 8)"

@@ -10,6 +10,7 @@ its method and what to do. A successful reset clears the record.
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from vec_envs.errors import BrokenVecEnvError, EnvCallFailed, EnvWorkerError
 
@@ -43,12 +44,14 @@ class FailureState:
         >>> state = FailureState("DummyVecEnv")
         >>> failure = EnvCallFailed(2, "step")
         >>> failure.__cause__ = RuntimeError("boom")
-        >>> raised = state.record(failure, "step")
-        >>> type(raised).__name__, state.broken
-        ('RuntimeError', True)
+        >>> state.fail(failure, "step")
+        Traceback (most recent call last):
+        RuntimeError: boom...
+        >>> state.broken
+        True
         >>> state.check("get_attr")
         Traceback (most recent call last):
-        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.get_attr() refused: env 2 raised in step() (RuntimeError: boom), ...
+        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.get_attr() refused: env 2 raised in step() ...
         >>> state.check("reset"); state.clear(); state.broken
         False
     """
@@ -64,16 +67,16 @@ class FailureState:
         """True after an env failure, until the next successful reset."""
         return self.error is not None
 
-    def record(self, exc: BaseException, method: str) -> BaseException:
-        """Note ``exc`` if it is an env failure raised by ``method``; the exception to raise
-        (``exc`` itself, or for an ``EnvCallFailed`` the env's own exception)."""
+    def fail(self, exc: BaseException, method: str) -> NoReturn:
+        """Note ``exc`` if it is an env failure raised by ``method``, and raise it (an
+        ``EnvCallFailed`` as the env's own exception)."""
         if isinstance(exc, EnvCallFailed):
             self.env_index, self.method = exc.env_index, exc.method
             self.error = env_exception(exc, self.cls_name)
-            return self.error
+            raise self.error
         if isinstance(exc, EnvWorkerError):
             self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
-        return exc
+        raise exc
 
     def clear(self) -> None:
         """The envs were reset: calls are accepted again."""

@@ -160,7 +160,7 @@ class VecEnvBase(ABC):
         try:
             obs = self._reset(seeds, options)
         except BaseException as exc:
-            raise self._failure.record(exc, "reset")
+            self._failure.fail(exc, "reset")
         self._failure.clear()
         return obs
 
@@ -208,7 +208,7 @@ class VecEnvBase(ABC):
             raise  # still pending: the caller may wait again
         except BaseException as exc:
             self._pending = None
-            raise self._failure.record(exc, pending)
+            self._failure.fail(exc, pending)
         self._pending = None
         if pending == "reset":
             self._failure.clear()
@@ -238,7 +238,7 @@ class VecEnvBase(ABC):
         try:
             self._async_reset(seeds, options)
         except BaseException as exc:
-            raise self._failure.record(exc, "reset")
+            self._failure.fail(exc, "reset")
         self._failure.clear()
         self._async.start_all()
 
@@ -261,7 +261,7 @@ class VecEnvBase(ABC):
             raise  # still in flight: the caller may recv again
         except BaseException as exc:
             self._async.clear()  # the round is over: reset() or async_reset() starts anew
-            raise self._failure.record(exc, "recv")
+            self._failure.fail(exc, "recv")
         self._async.returned(env_ids)
         return obs, rewards, dones, infos, env_ids
 
