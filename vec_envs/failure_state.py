@@ -19,8 +19,9 @@ __all__ = ["ALLOWED_WHEN_BROKEN", "FailureState", "env_exception"]
 #: what a VecEnv still accepts after a failure: the calls that reset it, and what only
 #: prepares the next reset (close() checks nothing)
 ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options"})
-BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the envs "
-          "part-way (some stepped, some not); call reset() to start every env afresh, or close()")
+BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the batch "
+          "part-way (which other envs ran depends on the backend); call reset() to start every env afresh, "
+          "or close()")
 
 
 def env_exception(failure: EnvCallFailed, backend: str) -> BaseException:
