@@ -12,6 +12,7 @@ from tests.envs import SeededEnv
 from vec_envs import DummyVecEnv
 from vec_envs.errors import (
     AlreadyPendingCallError,
+    BrokenVecEnvError,
     ClosedEnvironmentError,
     NoAsyncCallError,
 )
@@ -138,7 +139,7 @@ def test_a_failed_recv_ends_the_round(make, closing):
     venv.send([0] * N, venv.recv()[4])
     with pytest.raises(Exception, match="FaultyEnv fails in step"):
         venv.recv()
-    with pytest.raises(ValueError, match="async_reset"):
+    with pytest.raises(BrokenVecEnvError, match=r"env 0 raised in step\(\).*call reset\(\)"):
         venv.send([0], [1])
     if isinstance(venv, DummyVecEnv):
         assert venv.reset().shape == (N, 3)

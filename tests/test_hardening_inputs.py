@@ -3,6 +3,7 @@ backend: env outputs (items 2, 3), actions (12), indices (6, 16), seeds (16), ti
 and calls at the wrong moment (13)."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -58,25 +59,25 @@ def check_env_error(info: pytest.ExceptionInfo, env_index: int, method: str = "s
 
 
 def test_every_bad_step_output_names_env_method_value_and_expectation(venv):
-    venv.set_attr("plan", tuple(STEP_ERRORS), indices=2)
-    venv.reset()
-    for message in STEP_ERRORS.values():
+    for name, message in STEP_ERRORS.items():
+        venv.set_attr("plan", (name,), indices=2)
+        venv.reset()
         with pytest.raises((EnvWorkerError, TypeError, ValueError), match=message) as info:
             venv.step(np.zeros(N, np.int64))
         check_env_error(info, 2)
-    obs, rewards, _, _ = venv.step(np.zeros(N, np.int64))  # the plan is used up: all good again
-    assert obs.dtype == np.uint8 and rewards.tolist() == [1.0] * N
+        venv.reset()  # an env failed mid-step: only a reset goes on
     venv.set_attr("plan", ())
+    obs, rewards, _, _ = venv.step(np.zeros(N, np.int64))  # no plan: all good again
+    assert obs.dtype == np.uint8 and rewards.tolist() == [1.0] * N
 
 
-def test_a_reset_info_that_is_not_a_dict_names_the_env(venv):
-    venv.set_attr("reset_info", [1, 2], indices=1)
+@pytest.mark.parametrize("make", BACKENDS)
+def test_a_reset_info_that_is_not_a_dict_names_the_env(make, closing):
+    venv = closing(make([OutputEnv, functools.partial(OutputEnv, reset_info=[1, 2]), OutputEnv, OutputEnv]))
     message = r"env 1 returned info \[1, 2\] \(list\) from reset\(\)"
     with pytest.raises((EnvWorkerError, TypeError), match=message) as info:
         venv.reset()
     check_env_error(info, 1, "reset")
-    venv.set_attr("reset_info", None, indices=1)
-    venv.reset()
 
 
 def test_values_that_fit_the_dtype_are_stored_exactly():

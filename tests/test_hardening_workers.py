@@ -26,7 +26,7 @@ from tests.hardening_envs import (
     UnpicklableInfoEnv,
 )
 from vec_envs import SubprocVecEnv
-from vec_envs.errors import ConcurrentCallError, EnvTimeoutError, EnvWorkerError
+from vec_envs.errors import BrokenVecEnvError, ConcurrentCallError, EnvTimeoutError, EnvWorkerError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER_BACKENDS = [p for p in BACKENDS if not p.id.startswith("dummy")]
@@ -319,6 +319,10 @@ def test_an_unpicklable_info_names_the_env_and_what_cannot_be_pickled(make, clos
                                              r"\(\w+Error: .*\); keep infos to picklable values") as info:
         venv.step(np.zeros(4, np.int64))
     assert (info.value.env_index, info.value.method) == (2, "step")
+    with pytest.raises(BrokenVecEnvError, match=r"env 2 raised in step\(\).*call reset\(\)"):
+        venv.step(np.zeros(4, np.int64))
+    venv.reset()
+    venv.set_attr("at", 0, indices=2)
     assert venv.step(np.zeros(4, np.int64))[1].tolist() == [1.0] * 4
 
 

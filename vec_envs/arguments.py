@@ -1,4 +1,4 @@
-"""Checks of the arguments users pass to a VecEnv: indices, seeds, timeouts, ints.
+"""Checks of the arguments users pass to a VecEnv: env factories, indices, seeds, timeouts, ints.
 
 Each check returns the argument in its one canonical form or raises an error that names
 the method, what was received and what was expected; every backend and wrapper goes
@@ -7,13 +7,16 @@ through these, so the same mistake gets the same answer everywhere.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
+__all__ = ["check_env_fns", "check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options",
+           "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
+ENV_FNS_EXPECTED = "a list of zero-argument env factories, one per env (e.g. [make_env] * 8)"
 
 
 def _is_int(value: Any) -> bool:
@@ -177,3 +180,51 @@ def check_timeout(timeout: Any, name: str = "timeout") -> float | None:
     if math.isnan(timeout) or timeout < 0:
         raise ValueError(f"{name} must be a number of seconds >= 0 or None (no limit), received {timeout!r}")
     return None if math.isinf(timeout) else float(timeout)
+
+
+def check_env_fns(env_fns: Any, cls_name: str, picklable: bool) -> list[Any]:
+    """``env_fns`` as a list of factories, checked before any env or worker is made.
+
+    Refused: an empty list, a single factory (not in a list), an entry that is not
+    callable (an env instance, say), and with ``picklable`` (backends that ship the
+    factories to other processes) a factory cloudpickle cannot pickle, named by its index.
+
+    Example:
+        >>> fns = check_env_fns([dict, dict], "DummyVecEnv", picklable=True)
+        >>> len(fns)
+        2
+        >>> check_env_fns([], "SubprocVecEnv", picklable=True)
+        Traceback (most recent call last):
+        ValueError: SubprocVecEnv: env_fns is empty; expected a list of zero-argument env factories, ...
+    """
+    if callable(env_fns) or isinstance(env_fns, (str, bytes, dict)) or not isinstance(env_fns, Sequence):
+        hint = " (a single factory: wrap it in a list, [make_env] * n)" if callable(env_fns) else ""
+        raise TypeError(f"{cls_name}: env_fns must be {ENV_FNS_EXPECTED}, received {env_fns!r} "
+                        f"({type(env_fns).__name__}){hint}")
+    if len(env_fns) == 0:
+        raise ValueError(f"{cls_name}: env_fns is empty; expected {ENV_FNS_EXPECTED}")
+    for i, fn in enumerate(env_fns):
+        if not callable(fn):
+            raise TypeError(f"{cls_name}: env_fns[{i}] is a {type(fn).__name__}, not a factory; expected "
+                            f"{ENV_FNS_EXPECTED}: pass the function that builds the env (e.g. "
+                            f"lambda: gym.make(...)), not the env itself")
+    if picklable:
+        _check_picklable(env_fns, cls_name)
+    return list(env_fns)
+
+
+def _check_picklable(env_fns: Sequence[Any], cls_name: str) -> None:
+    """Each distinct factory through cloudpickle, as the workers will receive it."""
+    import cloudpickle
+
+    seen: set[int] = set()
+    for i, fn in enumerate(env_fns):
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        try:
+            cloudpickle.dumps(fn)
+        except Exception as exc:
+            raise TypeError(f"{cls_name}: env_fns[{i}] ({fn!r}) cannot be pickled to send it to a worker: "
+                            f"{type(exc).__name__}: {exc}. Build what it captures (locks, open files, "
+                            f"envs) inside the factory, or use DummyVecEnv") from exc

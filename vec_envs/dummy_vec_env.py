@@ -1,14 +1,15 @@
 """DummyVecEnv: every env in this process, stepped in series."""
 from __future__ import annotations
 
-import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from vec_envs.arguments import check_env_fns
 from vec_envs.errors import EnvCallFailed
+from vec_envs.failure_state import env_exception
 from vec_envs.spaces.batching import copy_obs, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
@@ -19,23 +20,12 @@ __all__ = ["DummyVecEnv"]
 T = TypeVar("T")
 
 
-def _unwrap_failure(failure: EnvCallFailed, backend: str) -> BaseException:
-    """The env's own exception, with a note naming the env and the method."""
-    cause = failure.__cause__ or failure
-    if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
-        cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
-    return cause
-
-
-def _run(fn: Callable[..., T], *args: Any, on_failure: Callable[[], Any] | None = None) -> T:
-    """``fn(*args)``; an env's failure reaches the caller as the env's own exception (after
-    ``on_failure()``, if given)."""
+def _run(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``; an env's failure reaches the caller as the env's own exception."""
     try:
         return fn(*args)
     except EnvCallFailed as failure:
-        if on_failure is not None:
-            on_failure()
-        raise _unwrap_failure(failure, "DummyVecEnv") from None
+        raise env_exception(failure, "DummyVecEnv") from None
 
 
 class DummyVecEnv(VecEnvBase):
@@ -49,7 +39,8 @@ class DummyVecEnv(VecEnvBase):
             ``recv`` is round robin: it steps and returns the ``batch_size`` envs in flight
             that were sent longest ago (envs sent together in the order of their ids).
 
-    An env's exception reaches the caller as itself, with a note naming the env index.
+    An env's exception reaches the caller as itself, with a note naming the env index;
+    after one in ``step`` / ``recv`` / ``reset`` only a reset (or ``close``) is accepted.
 
     Example:
         >>> import gymnasium as gym
@@ -59,8 +50,7 @@ class DummyVecEnv(VecEnvBase):
     """
 
     def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True, batch_size: int | None = None) -> None:
-        if len(env_fns) == 0:
-            raise ValueError("DummyVecEnv: env_fns is empty (expected at least one env factory)")
+        env_fns = check_env_fns(env_fns, "DummyVecEnv", picklable=False)
         self.slice = _run(EnvSlice, env_fns)
         super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size)
         self.envs = self.slice.envs
@@ -74,15 +64,17 @@ class DummyVecEnv(VecEnvBase):
         obs = self.slice.buffers.obs
         return copy_obs(obs) if self.copy else obs
 
+    # An env's failure in reset, step or recv leaves as EnvCallFailed: the base class
+    # raises the env's own exception and refuses further calls until a reset.
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
-        _run(self.slice.reset, seeds, options)
+        self.slice.reset(seeds, options)
         return self._out()
 
     def _step_async(self, actions: Any) -> None:
         self._actions = actions
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        infos = _run(self.slice.step, self._actions)
+        infos = self.slice.step(self._actions)
         buffers = self.slice.buffers
         return self._out(), buffers.rewards.copy(), buffers.dones.copy(), infos
 
@@ -102,8 +94,11 @@ class DummyVecEnv(VecEnvBase):
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
         batch = [self._queue.popleft() for _ in range(count)]
         env_ids = np.fromiter((i for i, _ in batch), np.int64, count)
-        infos = _run(lambda: [self._advance(i, kind, value) for i, (kind, value) in batch],
-                     on_failure=self._queue.clear)
+        try:
+            infos = [self._advance(i, kind, value) for i, (kind, value) in batch]
+        except EnvCallFailed:
+            self._queue.clear()
+            raise
         buffers = self.slice.buffers
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], buffers.dones[env_ids], infos, env_ids
 

@@ -7,6 +7,7 @@ __all__ = [
     "AlreadyPendingCallError",
     "NoAsyncCallError",
     "EnvWorkerError",
+    "BrokenVecEnvError",
     "EnvTimeoutError",
     "ConcurrentCallError",
     "EngineLimitError",
@@ -62,6 +63,22 @@ class EnvWorkerError(VecEnvError):
         self.remote_traceback = remote_traceback
 
 
+class BrokenVecEnvError(VecEnvError):
+    """A call after an env failed mid-batch, before the VecEnv was reset.
+
+    Attributes:
+        env_index: the env that failed (None when unknown).
+        method: the call refused.
+        failed_method: the env method that failed ("step", "reset").
+    """
+
+    def __init__(self, message: str, *, env_index: int | None, method: str, failed_method: str) -> None:
+        super().__init__(message)
+        self.env_index = env_index
+        self.method = method
+        self.failed_method = failed_method
+
+
 class EnvTimeoutError(VecEnvError, TimeoutError):
     """A wait ran past its timeout; ``env_indices`` lists the envs still busy."""
 
@@ -88,8 +105,9 @@ class EngineLimitError(VecEnvError, NotImplementedError):
 class EnvCallFailed(Exception):
     """Internal: an env method raised; carries the env index and method, the cause chained.
 
-    Backends turn it into what their users expect: DummyVecEnv re-raises the env's own
-    exception with a note, worker backends raise ``EnvWorkerError``.
+    Backends turn it into what their users expect: in-process backends re-raise the env's
+    own exception with a note (``failure_state.env_exception``), worker backends raise
+    ``EnvWorkerError``.
     """
 
     def __init__(self, env_index: int, method: str) -> None:

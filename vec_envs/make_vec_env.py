@@ -9,7 +9,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from vec_envs.arguments import check_int
+from vec_envs.arguments import check_env_fns, check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -63,6 +63,13 @@ def _backend(vec_env_cls: Callable[..., VecEnvBase] | str | None) -> Callable[..
     return backend
 
 
+def _ships_factories(backend: Callable[..., VecEnvBase]) -> bool:
+    """Whether ``backend`` sends the env factories to other processes (they must pickle)."""
+    from vec_envs.workers.worker_vec_env import WorkerVecEnv
+
+    return isinstance(backend, type) and issubclass(backend, WorkerVecEnv)
+
+
 def make_vec_env(
     env_id_or_fn: str | Callable[..., Any],
     n_envs: int = 1,
@@ -96,6 +103,10 @@ def make_vec_env(
         ...     venv.reset().shape
         (4, 4)
     """
+    if not (isinstance(env_id_or_fn, str) or callable(env_id_or_fn)):
+        raise TypeError(f"make_vec_env(): env_id_or_fn must be a registered env id (a str) or a function that "
+                        f"builds an env, received {env_id_or_fn!r} ({type(env_id_or_fn).__name__}); pass "
+                        f"the function (e.g. lambda: gym.make(...)), not the env itself")
     n_envs = check_int("make_vec_env(): n_envs", n_envs)
     start_index = check_int("make_vec_env(): start_index", start_index, minimum=0)
     backend = _backend(vec_env_cls)
@@ -107,6 +118,7 @@ def make_vec_env(
                           None if monitor_dir is None else os.path.join(monitor_dir, f"{rank}.monitor.csv"),
                           wrapper_class, dict(wrapper_kwargs or {}))
         for rank in ranks]
+    check_env_fns(env_fns, "make_vec_env()", picklable=_ships_factories(backend))
     venv = backend(env_fns, **(vec_env_kwargs or {}))
     if seed is not None:
         venv.seed([seed + rank for rank in ranks])

@@ -12,6 +12,7 @@ from vec_envs.arguments import check_int, check_timeout, resolve_index, resolve_
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
+from vec_envs.failure_state import FailureState
 from vec_envs.rendering.tile_images import tile_images
 from vec_envs.spaces.checks import check_actions
 from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
@@ -80,6 +81,7 @@ class VecEnvBase(ABC):
         self._seeds: list[int | None] | None = None
         self._options: list[dict[str, Any]] | None = None  # from set_options(), for the next reset
         self._viewer: Any = None
+        self._failure = FailureState(type(self).__name__)  # an env failed mid-batch: refuse until reset
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -155,7 +157,12 @@ class VecEnvBase(ABC):
         self._check_idle("reset")
         seeds, options = self._take_reset_args()
         self._async.clear()
-        return self._reset(seeds, options)
+        try:
+            obs = self._reset(seeds, options)
+        except BaseException as exc:
+            self._failure.fail(exc, "reset")
+        self._failure.clear()
+        return obs
 
     def _take_reset_args(self) -> tuple[list[int | None] | None, list[dict[str, Any]] | None]:
         """The seeds and options for this reset; the next one has none unless set again."""
@@ -170,8 +177,7 @@ class VecEnvBase(ABC):
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
-        if timeout is not None:
-            timeout = check_timeout(timeout, "step_wait(): timeout")
+        timeout = check_timeout(timeout, "step_wait(): timeout")
         return self._finish_pending(self._step_wait, timeout)
 
     def step(self, actions: Any) -> VecEnvStepReturn:
@@ -191,15 +197,21 @@ class VecEnvBase(ABC):
         self._pending = "step"
 
     def _finish_pending(self, wait: Callable[..., T], *args: Any) -> T:
-        """Run ``wait(*args)`` for the pending call; it stays pending only after a timeout."""
+        """Run ``wait(*args)`` for the pending call; it stays pending only after a timeout.
+
+        An env failure leaves the VecEnv broken (see ``failure_state``); a finished reset
+        mends it."""
+        pending = self._pending or "step"
         try:
             result = wait(*args)
         except EnvTimeoutError:
             raise  # still pending: the caller may wait again
-        except BaseException:
+        except BaseException as exc:
             self._pending = None
-            raise
+            self._failure.fail(exc, pending)
         self._pending = None
+        if pending == "reset":
+            self._failure.clear()
         return result
 
     # ------------------------------------------------------- asynchronous batches
@@ -223,7 +235,11 @@ class VecEnvBase(ABC):
         self._check_idle("async_reset")
         seeds, options = self._take_reset_args()
         self._async.clear()
-        self._async_reset(seeds, options)
+        try:
+            self._async_reset(seeds, options)
+        except BaseException as exc:
+            self._failure.fail(exc, "reset")
+        self._failure.clear()
         self._async.start_all()
 
     def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
@@ -237,14 +253,15 @@ class VecEnvBase(ABC):
         ``timeout`` seconds (None: no limit; the envs stay in flight).
         """
         self._check_no_lockstep_call("recv")
+        timeout = check_timeout(timeout, "recv(): timeout")
         self._async.check_recv()
         try:
             obs, rewards, dones, infos, env_ids = self._recv(self.batch_size, timeout)
         except EnvTimeoutError:
             raise  # still in flight: the caller may recv again
-        except BaseException:
+        except BaseException as exc:
             self._async.clear()  # the round is over: reset() or async_reset() starts anew
-            raise
+            self._failure.fail(exc, "recv")
         self._async.returned(env_ids)
         return obs, rewards, dones, infos, env_ids
 
@@ -411,6 +428,8 @@ class VecEnvBase(ABC):
     def _check_open(self, method: str) -> None:
         if self.closed:
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
+        if self._failure.error is not None:
+            self._failure.check(method)  # raises unless ``method`` resets the envs
 
     def _check_idle(self, method: str) -> None:
         self._check_open(method)

@@ -36,6 +36,19 @@ UNSUPPORTED_SPACE = ("VecNormalize(norm_obs=True) normalizes Box or Dict observa
 BAD_OBS_KEY = ("VecNormalize: norm_obs_keys entry {key!r} is not a Box key of the observation space "
                "(valid keys: {valid})")
 BAD_SETTING = "VecNormalize: {name} must be {expected}, received {value!r}"
+SAVED_SETTING = "setting {name!r} must be {expected}, found {value!r} ({kind})"
+#: what each saved setting must be: (check, description)
+SAVED_SETTINGS: dict[str, tuple[Any, str]] = {
+    "training": (lambda v: isinstance(v, bool), "true or false (a JSON boolean)"),
+    "norm_obs": (lambda v: isinstance(v, bool), "true or false (a JSON boolean)"),
+    "norm_reward": (lambda v: isinstance(v, bool), "true or false (a JSON boolean)"),
+    "clip_obs": (lambda v: _is_number(v) and 0 < v < math.inf, "a finite number > 0"),
+    "clip_reward": (lambda v: _is_number(v) and 0 < v < math.inf, "a finite number > 0"),
+    "gamma": (lambda v: _is_number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "epsilon": (lambda v: _is_number(v) and 0 < v < math.inf, "a finite number > 0"),
+    "norm_obs_keys": (lambda v: v is None or (isinstance(v, list) and all(isinstance(k, str) for k in v)),
+                      "null or a list of strings"),
+}
 
 
 class VecNormalizeFileError(ValueError):
@@ -253,6 +266,7 @@ class VecNormalize(VecEnvWrapper):
         if metadata.get("observation_space") != space_fingerprint(venv.observation_space):
             raise VecNormalizeFileError(FILE_WRONG_SPACE.format(
                 path=path, saved=metadata.get("observation_space_text"), received=venv.observation_space))
+        _check_saved_settings(metadata["settings"], path)
         try:
             wrapper = cls(venv, **metadata["settings"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -268,6 +282,24 @@ class VecNormalize(VecEnvWrapper):
         if isinstance(self.obs_rms, RunningMeanStd):
             return [self.obs_rms]
         return list(self.obs_rms.values())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_saved_settings(settings: dict[str, Any], path: str) -> None:
+    """Every setting of a saved file of the type and range ``save`` writes (a hand-edited
+    ``"training": "false"`` or ``"epsilon": Infinity`` would load and misbehave)."""
+    for name, value in settings.items():
+        check, expected = SAVED_SETTINGS.get(name, (None, ""))
+        if check is None:
+            reason = f"unknown setting {name!r}; the settings are {sorted(SAVED_SETTINGS)}"
+        elif check(value):
+            continue
+        else:
+            reason = SAVED_SETTING.format(name=name, expected=expected, value=value, kind=type(value).__name__)
+        raise VecNormalizeFileError(FILE_CORRUPT.format(path=path, reason=reason))
 
 
 # ------------------------------------------------------------------ spaces

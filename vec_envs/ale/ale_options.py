@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import numpy as np
+from vec_envs.arguments import check_int
 
 __all__ = ["NO_ALE", "AtariOptions", "import_ale", "resolve_game"]
 
@@ -53,12 +53,6 @@ def resolve_game(game: str) -> str:
                      f"'Pong' or 'ALE/Breakout-v5' ({len(rom_ids)} ROMs ship with ale-py)")
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"ALEVecEnv: {name} must be an int >= {minimum}, received {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class AtariOptions:
     """The DeepMind preprocessing, with the argument names of ``wrappers.atari``.
@@ -93,11 +87,11 @@ class AtariOptions:
     max_num_frames_per_episode: int = 108_000
 
     def __post_init__(self) -> None:
-        _check_int("noop_max", self.noop_max, 0)
-        _check_int("frame_skip", self.frame_skip, 1)
-        _check_int("screen_size", self.screen_size, 1)
-        _check_int("frame_stack", self.frame_stack, 1)
-        _check_int("max_num_frames_per_episode", self.max_num_frames_per_episode, 1)
+        check_int("ALEVecEnv: noop_max", self.noop_max, minimum=0)
+        check_int("ALEVecEnv: frame_skip", self.frame_skip, minimum=1)
+        check_int("ALEVecEnv: screen_size", self.screen_size, minimum=1)
+        check_int("ALEVecEnv: frame_stack", self.frame_stack, minimum=1)
+        check_int("ALEVecEnv: max_num_frames_per_episode", self.max_num_frames_per_episode, minimum=1)
         if not 0.0 <= float(self.repeat_action_probability) <= 1.0:
             raise ValueError(f"ALEVecEnv: repeat_action_probability must be in [0, 1], "
                              f"received {self.repeat_action_probability!r}")

@@ -17,7 +17,7 @@ from gymnasium import spaces
 
 from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
-from vec_envs.arguments import check_int
+from vec_envs.arguments import check_int, check_timeout
 from vec_envs.async_envs import check_batch_size
 from vec_envs.errors import EngineLimitError, EnvTimeoutError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
@@ -139,9 +139,10 @@ class ALEVecEnv(VecEnvBase):
         self.options = _options(frame_stack, preprocessing)
         self.game = resolve_game(game)
         self.render_mode = render_mode
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, "ALEVecEnv: timeout")
         self._rom_path = import_ale().roms.get_rom_path(self.game)
-        self._num_threads = 0 if num_threads is None else int(num_threads)
+        self._num_threads = 0 if num_threads is None else check_int(
+            "ALEVecEnv: num_threads", num_threads, alternatives="or None (min(batch_size, CPU count))")
         self.batch_size = check_batch_size(batch_size, int(num_envs), "ALEVecEnv")  # the engine needs it first
         self._init_batching(int(num_envs))
         self._engine = self._build_engine()

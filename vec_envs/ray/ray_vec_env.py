@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from vec_envs.arguments import check_env_fns
 from vec_envs.types import EnvFn
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
@@ -108,6 +109,7 @@ class RayVecEnv(WorkerVecEnv):
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
                  scheduling: str = "spread", timeout: float | None = None, on_error: str = "raise",
                  max_restarts: int = 10, copy: bool = True, batch_size: int | None = None) -> None:
+        env_fns = check_env_fns(env_fns, "RayVecEnv", picklable=True)  # before Ray starts
         if scheduling not in SCHEDULING:
             raise ValueError(f"scheduling must be one of {SCHEDULING}, received {scheduling!r}")
         if num_cpus_per_worker is not None and not num_cpus_per_worker >= 0:
@@ -120,7 +122,7 @@ class RayVecEnv(WorkerVecEnv):
         self.num_cpus_per_worker = num_cpus_per_worker
         self.resources_per_worker = dict(resources_per_worker or {})
         self.started_ray = False
-        if in_series == "auto" and len(env_fns) > 0:
+        if in_series == "auto":
             self._connect()
             in_series = resolve_in_series("auto", len(env_fns), int(self._ray.cluster_resources().get("CPU", 0)))
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout,

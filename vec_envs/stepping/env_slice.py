@@ -8,6 +8,10 @@ backend (``env_output``: reward, flags, info; ``batching``: the observation's sh
 dtype). Any env exception, and any such check that fails, leaves as ``EnvCallFailed``
 naming the env's global index and the method, with the exception chained.
 
+Infos are handed out as copies (``dict(info)``, shallow): an env that updates one info
+dict in place cannot change what a caller kept, nor see what a caller added; values
+inside an info (nested dicts, arrays) are still the env's own.
+
 An env whose episode ended is reset at once (baselines-style), and its info gains
 ``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers have terminal
 rows (shared memory) the slice writes those two there instead, so an episode's end adds
@@ -162,7 +166,7 @@ class EnvSlice:
         env, index = self.envs[k], self.first_index + k
         obs, info = self._call(k, "reset", lambda: check_reset_result(env.reset(seed=seed, options=options), index))
         self._call(k, "reset", lambda: self._write(k, obs, "reset"))
-        self.reset_infos[k] = info
+        self.reset_infos[k] = dict(info)
 
     def reset(self, seeds: Sequence[int | None] | None = None,
               options: Sequence[dict | None] | None = None) -> list[Info]:
@@ -201,28 +205,28 @@ class EnvSlice:
             raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
         except Exception as exc:
             raise EnvCallFailed(index, "step") from exc
+        info = dict(info) if info else {}  # the caller's own (an env may reuse its dict)
         self._rewards[k] = reward
         if terminated or truncated:
             self._dones[k] = True
-            info = self._auto_reset(k, info, truncated and not terminated)
+            self._auto_reset(k, info, truncated and not terminated)
         else:
             self._dones[k] = False
         if running is not None:
             running[0] = 0
         return info
 
-    def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> Info:
-        """Keep env ``k``'s last observation (in its info, or in the terminal rows), reset it."""
+    def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
+        """Keep env ``k``'s last observation (in ``info``, the caller's copy, or in the
+        terminal rows), reset it."""
         buffers = self.buffers
         if buffers.terminal_obs is not None and buffers.time_limit_truncated is not None:
             copy_row(buffers.terminal_obs, buffers.obs, k)
             buffers.time_limit_truncated[k] = time_limit_truncated
         else:
-            info = dict(info)
             info["terminal_observation"] = copy_obs(get_row(buffers.obs, k))
             info["TimeLimit.truncated"] = time_limit_truncated
         self._reset_env(k)
-        return info
 
     def ended(self, infos: Sequence[Info]) -> list[int]:
         """The envs (places in the slice) whose episode ended in the ``step()`` that returned
@@ -274,7 +278,7 @@ class EnvSlice:
         obs, reward, terminated, truncated, info = self._call(k, "step", lambda: _repeat_step(env, action, dt, index))
         self._call(k, "step", lambda: self._write(k, obs, "step"))
         new_state = self._call(k, "get_state", lambda: get_env_state(env, index)) if return_state else None
-        return new_state, reward, terminated, truncated, info
+        return new_state, reward, terminated, truncated, dict(info)
 
     def get_images(self) -> list[np.ndarray]:
         return [self._call(k, "render", lambda: self._image(k)) for k in range(len(self.envs))]

@@ -1,0 +1,94 @@
+"""After an env failed mid-batch, a VecEnv refuses to go on until it is reset.
+
+When an env raises in ``step`` / ``step_wait`` / ``recv`` / ``reset`` (and the backend
+raises it: ``on_error="raise"``, or ``"restart"`` past ``max_restarts``), the batch is
+left part-way: some envs stepped, some did not, and which depends on the backend. The
+base class records the failure here; from then on every call but the ones that start
+the envs afresh (and ``close``) raises ``BrokenVecEnvError`` naming the env that failed,
+its method and what to do. A successful reset clears the record.
+"""
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+from vec_envs.errors import BrokenVecEnvError, EnvCallFailed, EnvWorkerError
+
+__all__ = ["ALLOWED_WHEN_BROKEN", "FailureState", "env_exception"]
+
+#: what a VecEnv still accepts after a failure: the calls that reset it, and what only
+#: prepares the next reset (close() checks nothing)
+ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options"})
+BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the batch "
+          "part-way (which other envs ran depends on the backend); call reset() to start every env afresh, "
+          "or close()")
+
+
+def env_exception(failure: EnvCallFailed, backend: str) -> BaseException:
+    """The env's own exception behind ``failure``, with a note naming the env and the method."""
+    cause = failure.__cause__ or failure
+    cause.__cause__, cause.__suppress_context__ = None, True  # as ``raise cause from None``
+    if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
+        cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
+    return cause
+
+
+def _summary(exc: BaseException) -> str:
+    first = str(exc).split("\n", 1)[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class FailureState:
+    """The failure a VecEnv is broken by, if any.
+
+    Example:
+        >>> state = FailureState("DummyVecEnv")
+        >>> failure = EnvCallFailed(2, "step")
+        >>> failure.__cause__ = RuntimeError("boom")
+        >>> state.fail(failure, "step")
+        Traceback (most recent call last):
+        RuntimeError: boom...
+        >>> state.broken
+        True
+        >>> state.check("get_attr")
+        Traceback (most recent call last):
+        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.get_attr() refused: env 2 raised in step() ...
+        >>> state.check("reset"); state.clear(); state.broken
+        False
+    """
+
+    def __init__(self, cls_name: str) -> None:
+        self.cls_name = cls_name
+        self.env_index: int | None = None
+        self.method = ""
+        self.error: BaseException | None = None
+
+    @property
+    def broken(self) -> bool:
+        """True after an env failure, until the next successful reset."""
+        return self.error is not None
+
+    def fail(self, exc: BaseException, method: str) -> NoReturn:
+        """Note ``exc`` if it is an env failure raised by ``method``, and raise it (an
+        ``EnvCallFailed`` as the env's own exception)."""
+        if isinstance(exc, EnvCallFailed):
+            self.env_index, self.method = exc.env_index, exc.method
+            self.error = env_exception(exc, self.cls_name)
+            raise self.error
+        if isinstance(exc, EnvWorkerError):
+            self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
+        raise exc
+
+    def clear(self) -> None:
+        """The envs were reset: calls are accepted again."""
+        self.error = None
+
+    def check(self, method: str) -> None:
+        """Raise BrokenVecEnvError if broken and ``method`` is not one that resets."""
+        if self.error is None or method in ALLOWED_WHEN_BROKEN:
+            return
+        env = "?" if self.env_index is None else self.env_index
+        message = BROKEN.format(cls=self.cls_name, method=method, env=env, failed=self.method,
+                                error=_summary(self.error))
+        raise BrokenVecEnvError(message, env_index=self.env_index, method=method,
+                                failed_method=self.method) from self.error
