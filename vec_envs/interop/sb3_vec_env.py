@@ -82,7 +82,7 @@ class SB3Forwarding:
         return wrapped
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        return gather_frames(self.source)
+        return gather_frames(self.source, "get_images()")
 
 
 class SB3VecEnv(SB3Forwarding, VecEnv):
