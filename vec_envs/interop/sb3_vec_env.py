@@ -77,8 +77,9 @@ class SB3Forwarding:
         """Whether each env has ``wrapper_class``; for SB3's ``Monitor``: whether its infos
         carry whole episodes the way Monitor's do (see the module docstring)."""
         wrapped = self.source.env_is_wrapped(wrapper_class, _indices(indices))
-        if wrapper_class is Monitor:
-            wrapped = [a or b for a, b in zip(wrapped, _reports_episodes(self.source, _indices(indices)))]
+        if wrapper_class is Monitor and not all(wrapped):
+            monitored = _reports_episodes(self.source, _indices(indices), len(wrapped))
+            wrapped = [a or b for a, b in zip(wrapped, monitored)]
         return wrapped
 
     def get_images(self) -> Sequence[np.ndarray | None]:
@@ -116,10 +117,11 @@ class SB3VecEnv(SB3Forwarding, VecEnv):
         return f"SB3VecEnv({self.venv!r})"
 
 
-def _reports_episodes(venv: VecEnvBase, indices: VecEnvIndices) -> list[bool]:
-    """Per env: do its infos carry whole episodes as SB3's Monitor's do (EPISODE_MONITORS)?"""
+def _reports_episodes(venv: VecEnvBase, indices: VecEnvIndices, count: int) -> list[bool]:
+    """For the ``count`` envs named by ``indices``: do their infos carry whole episodes as
+    SB3's Monitor's do (EPISODE_MONITORS)?"""
     if isinstance(venv.unwrapped, ALEVecEnv):  # the engine reports each game, not each life
-        return [True] * len(venv.env_is_wrapped(gym.Wrapper, indices))
+        return [True] * count
     answers = [venv.env_is_wrapped(monitor, indices) for monitor in EPISODE_MONITORS[1:]]
     return [any(column) for column in zip(*answers)]
 
