@@ -13,6 +13,7 @@ from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
 from vec_envs.failure_state import FailureState
+from vec_envs.rendering.frames import gather_frames
 from vec_envs.rendering.tile_images import tile_images
 from vec_envs.spaces.checks import check_actions
 from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
@@ -393,7 +394,7 @@ class VecEnvBase(ABC):
             from vec_envs.rendering.opencv_viewer import OpenCVViewer
 
             self._viewer = OpenCVViewer(f"vec_envs: {self.num_envs} envs")
-        img = tile_images(self.get_images())
+        img = tile_images(gather_frames(self))
         if mode == "rgb_array":
             return img
         self._viewer.imshow(img)

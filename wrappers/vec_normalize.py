@@ -27,6 +27,13 @@ FORMAT_VERSION = 1
 
 FILE_CORRUPT = ("VecNormalize.load(): {path} is not a readable VecNormalize file ({reason}); it is "
                 "truncated, corrupt, or was not written by VecNormalize.save()")
+FILE_SB3_PICKLE = ("VecNormalize.load(): {path} is a pickle, as Stable-Baselines3's VecNormalize.save() writes; "
+                   "vec_envs reads its own .npz format (no pickle). Convert the file once: "
+                   "vec-envs-convert-vecnormalize from-sb3 {path} vecnormalize.npz --env-id ENV_ID "
+                   "(or python scripts/convert_vecnormalize.py with the same arguments); it unpickles the "
+                   "file, so convert only files you trust")
+#: how every pickle of protocol 2 and later starts (SB3 writes protocol 4 or 5)
+PICKLE_START = b"\x80"
 FILE_NEWER = ("VecNormalize.load(): {path} has format version {found}, newer than version {supported} "
               "that this vec_envs reads; upgrade vec_envs to load it")
 FILE_WRONG_SPACE = ("VecNormalize.load(): {path} holds statistics for observation space {saved}, but "
@@ -397,8 +404,20 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
         raise
 
 
+def _refuse_pickle(path: str) -> None:
+    """A VecNormalizeFileError naming the converter when ``path`` holds a pickle."""
+    try:
+        with open(path, "rb") as f:
+            start = f.read(1)
+    except IsADirectoryError:
+        return  # np.load says what is wrong
+    if start == PICKLE_START:
+        raise VecNormalizeFileError(FILE_SB3_PICKLE.format(path=path))
+
+
 def _read_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The metadata and arrays of a saved file; a clear error for any unusable file."""
+    _refuse_pickle(path)
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):

@@ -5,7 +5,8 @@
 - ``from_gymnasium(vector_env)``: any ``gymnasium.vector.VectorEnv`` (next-step,
   same-step or no autoreset) as a VecEnv, so our wrappers and agents run on it.
 - ``to_sb3(venv)``: a ``stable_baselines3.common.vec_env.VecEnv`` over any VecEnv, for
-  SB3's algorithms (Stable-Baselines3 is imported only when this is called).
+  SB3's algorithms and helpers, our wrappers shown as SB3's own (Stable-Baselines3 is
+  imported only when this is called).
 
 Example:
     >>> import gymnasium as gym
@@ -25,15 +26,20 @@ from vec_envs.interop.to_gymnasium import GymnasiumVectorEnv, to_gymnasium
 from vec_envs.vec_env_base import VecEnvBase
 
 if TYPE_CHECKING:
-    from vec_envs.interop.sb3_vec_env import SB3VecEnv
+    from stable_baselines3.common.vec_env import VecEnv
 
 __all__ = ["FromGymnasiumVecEnv", "GymnasiumVectorEnv", "from_gymnasium", "to_gymnasium", "to_sb3"]
 
 
-def to_sb3(venv: VecEnvBase) -> SB3VecEnv:
+def to_sb3(venv: VecEnvBase) -> VecEnv:
     """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs ``pip install -e ".[sb3]"``).
 
-    SB3's algorithms and its VecEnv wrappers take it as they take SB3's own VecEnvs.
+    SB3's algorithms and its VecEnv wrappers take it as they take SB3's own VecEnvs, and
+    SB3's helpers see our wrappers as theirs: each of our wrappers is shown to SB3 as an
+    instance of SB3's class of the same name (``sb3_views.py``), so ``evaluate_policy`` and
+    ``EvalCallback`` read whole, unnormalized episodes from our ``VecMonitor`` (or from the
+    per-game monitor of ``make_atari_env``) and ``get_vec_normalize_env`` /
+    ``sync_envs_normalization`` find and sync our ``VecNormalize``.
 
     Example:
         >>> import gymnasium as gym
@@ -44,5 +50,8 @@ def to_sb3(venv: VecEnvBase) -> SB3VecEnv:
         >>> env.close()
     """
     from vec_envs.interop.sb3_vec_env import SB3VecEnv
+    from vec_envs.interop.sb3_views import sb3_view
 
-    return SB3VecEnv(venv)
+    if not isinstance(venv, VecEnvBase):
+        return SB3VecEnv(venv)  # raises the TypeError that names what was received
+    return sb3_view(venv)

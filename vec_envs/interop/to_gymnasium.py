@@ -10,26 +10,41 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, iterate
 
 from vec_envs.errors import VecEnvError
+from vec_envs.interop.next_step import NextStepStepper
+from vec_envs.rendering.frames import gather_frames
 from vec_envs.types import Info, VecEnvObs
 from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["GymnasiumVectorEnv", "to_gymnasium"]
 
+BAD_MODE = ("to_gymnasium(): autoreset_mode must be AutoresetMode.SAME_STEP or AutoresetMode.NEXT_STEP "
+            "(or 'SameStep' / 'NextStep'), received {value!r}")
+
 
 class GymnasiumVectorEnv(VectorEnv):
-    """A VecEnv seen through gymnasium's vector API, with same-step autoreset.
+    """A VecEnv seen through gymnasium's vector API, with same-step or next-step autoreset.
 
-    ``step`` returns ``(obs, rewards, terminations, truncations, infos)``: an env whose
-    episode ended is already reset, its row of ``obs`` is the new episode's first
-    observation, ``infos["final_obs"][i]`` / ``infos["final_info"][i]`` hold the last
-    observation and info of the old one (masks ``_final_obs`` / ``_final_info``) and the
-    reset's info is in ``infos`` itself, as in ``SyncVectorEnv(...,
-    autoreset_mode=AutoresetMode.SAME_STEP)``. gymnasium's vector wrappers
-    (``RecordEpisodeStatistics``, the reward wrappers, ...) accept it; its observation
-    wrappers refuse any same-step env: use ours (``VecNormalize``, ...) under the adapter.
+    ``step`` returns ``(obs, rewards, terminations, truncations, infos)``, as
+    ``SyncVectorEnv(..., autoreset_mode=...)`` does over the same env fns:
+
+    - ``AutoresetMode.SAME_STEP`` (default): an env whose episode ended is already reset,
+      its row of ``obs`` is the new episode's first observation, ``infos["final_obs"][i]``
+      / ``infos["final_info"][i]`` hold the last observation and info of the old one
+      (masks ``_final_obs`` / ``_final_info``) and the reset's info is in ``infos`` itself.
+      gymnasium's vector wrappers (``RecordEpisodeStatistics``, the reward wrappers, ...)
+      accept it; its observation wrappers (``NormalizeObservation``...) refuse it.
+    - ``AutoresetMode.NEXT_STEP``: an env whose episode ended returns its last observation
+      and info; at the next step its action is ignored and it returns the new episode's
+      first observation, reward 0, flags False and the reset's info. Every gymnasium
+      vector wrapper accepts it. It steps the VecEnv through ``send`` / ``recv`` (an env
+      is left out of the step after its episode ends), so the VecEnv needs ``batch_size=1``.
+
+    Rewards keep the VecEnv's float32.
 
     Args:
         venv: any VecEnv (a backend or a stack of our wrappers); closing this closes it.
+        autoreset_mode: ``AutoresetMode.SAME_STEP`` or ``AutoresetMode.NEXT_STEP``, or
+            their values ``"SameStep"`` / ``"NextStep"``.
 
     Example:
         >>> import gymnasium as gym
@@ -42,10 +57,11 @@ class GymnasiumVectorEnv(VectorEnv):
         >>> envs.close()
     """
 
-    def __init__(self, venv: VecEnvBase) -> None:
+    def __init__(self, venv: VecEnvBase, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         if not isinstance(venv, VecEnvBase):
             raise TypeError(f"to_gymnasium(): expected a vec_envs VecEnv (VecEnvBase), received "
                             f"{type(venv).__name__}; for a gymnasium env use gymnasium.make_vec")
+        mode = _autoreset_mode(autoreset_mode)
         self.venv = venv
         self.num_envs = venv.num_envs
         self.single_observation_space = venv.observation_space
@@ -53,9 +69,10 @@ class GymnasiumVectorEnv(VectorEnv):
         self.observation_space = batch_space(venv.observation_space, venv.num_envs)
         self.action_space = batch_space(venv.action_space, venv.num_envs)
         self.render_mode = _render_mode(venv)
-        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP,
+        self.metadata = {"autoreset_mode": mode,
                          "render_modes": [] if self.render_mode is None else [self.render_mode]}
         self._split_actions = isinstance(venv.action_space, spaces.Tuple)
+        self._next_step = NextStepStepper(venv, self.action_space) if mode is AutoresetMode.NEXT_STEP else None
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[VecEnvObs, dict[str, Any]]:
@@ -66,11 +83,17 @@ class GymnasiumVectorEnv(VectorEnv):
         if seed is not None:
             super().reset(seed=seed if isinstance(seed, int) else None)
             self.venv.seed(seed if isinstance(seed, int) else cast("list[int]", list(seed)))
+        if self._next_step is not None:
+            obs, infos = self._next_step.reset()
+            return obs, self._batch_infos(infos)
         obs = self.venv.reset()
         return obs, self._batch_infos(self.venv.reset_infos)
 
     def step(self, actions: Any) -> tuple[VecEnvObs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """One action per env (batched as ``action_space``); same-step autoreset."""
+        """One action per env (batched as ``action_space``), autoreset as ``metadata`` says."""
+        if self._next_step is not None:
+            obs, rewards, terminations, truncations, infos = self._next_step.step(actions)
+            return obs, rewards, terminations, truncations, self._batch_infos(infos)
         if self._split_actions:
             actions = list(iterate(self.action_space, actions))
         obs, rewards, dones, infos = self.venv.step(actions)
@@ -93,7 +116,7 @@ class GymnasiumVectorEnv(VectorEnv):
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         """One frame per env (the envs need ``render_mode="rgb_array"``)."""
-        return tuple(self.venv.get_images())
+        return tuple(gather_frames(self.venv, "render()"))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """``name(*args, **kwargs)`` on every env; an attribute that is not callable is returned."""
@@ -119,7 +142,7 @@ class GymnasiumVectorEnv(VectorEnv):
         self.venv.close()
 
     def __repr__(self) -> str:
-        return f"GymnasiumVectorEnv({self.venv!r})"
+        return f"GymnasiumVectorEnv({self.venv!r}, autoreset_mode={self.metadata['autoreset_mode'].value!r})"
 
 
 def _render_mode(venv: VecEnvBase) -> str | None:
@@ -129,7 +152,17 @@ def _render_mode(venv: VecEnvBase) -> str | None:
         return None
 
 
-def to_gymnasium(venv: VecEnvBase) -> GymnasiumVectorEnv:
+def _autoreset_mode(value: Any) -> AutoresetMode:
+    try:
+        mode = AutoresetMode(value)
+    except ValueError:
+        mode = None
+    if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
+        raise ValueError(BAD_MODE.format(value=value))
+    return mode
+
+
+def to_gymnasium(venv: VecEnvBase, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> GymnasiumVectorEnv:
     """``venv`` behind gymnasium's vector API (see ``GymnasiumVectorEnv``).
 
     Example:
@@ -139,5 +172,9 @@ def to_gymnasium(venv: VecEnvBase) -> GymnasiumVectorEnv:
         ...     to_gymnasium(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)))
         >>> obs, infos = envs.reset(seed=0)
         >>> envs.close()
+        >>> envs = gym.wrappers.vector.NormalizeObservation(to_gymnasium(   # next-step: batch_size=1
+        ...     DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2, batch_size=1), autoreset_mode="NextStep"))
+        >>> obs, infos = envs.reset(seed=0)
+        >>> envs.close()
     """
-    return GymnasiumVectorEnv(venv)
+    return GymnasiumVectorEnv(venv, autoreset_mode)
