@@ -13,11 +13,11 @@ from stable_baselines3.common.monitor import ResultsWriter
 
 from vec_envs import DummyVecEnv
 from vec_envs.arguments import check_int
+from vec_envs.monitoring.monitor_csv import MonitorCsv
 from vec_envs.spaces.batching import batch_of_one, copy_obs, create_batch, write_rows
 from vec_envs.spaces.nested import is_fixed_size, iter_leaves, map_leaves, path_text
 from wrappers import VecMonitor
 from wrappers.atari import EpisodeMonitor
-from wrappers.monitor_csv import MonitorCsv
 
 SPACE = spaces.Dict({"pos": spaces.Box(-1, 1, (2,)), "hand": spaces.Tuple([spaces.Discrete(3), spaces.MultiBinary(4)])})
 
