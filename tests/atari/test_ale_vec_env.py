@@ -27,7 +27,7 @@ from vec_envs.errors import (  # noqa: E402
 from wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
 from wrappers.atari import make_atari_env  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 3
 
 

@@ -79,7 +79,7 @@ def test_missing_video_packages_say_what_to_install(tmp_path, monkeypatch):
 
 def test_importing_the_wrappers_does_not_import_imageio():
     code = "import sys, wrappers; print(sorted(m for m in ('imageio', 'imageio_ffmpeg') if m in sys.modules))"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
     assert out.stdout.strip() == "[]"
 

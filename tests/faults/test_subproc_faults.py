@@ -18,7 +18,7 @@ from tests.helpers import alive, check_hang_times_out_and_close_works, fns_with,
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerError
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECONDS = 10  # an error must arrive well within this
 
 

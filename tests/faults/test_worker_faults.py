@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from tests.backends import BACKENDS
-from tests.hardening_envs import (
+from tests.faulty_envs import (
     OutputEnv,
     SlowCloseEnv,
     SlowStepEnv,
@@ -28,7 +28,7 @@ from tests.hardening_envs import (
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import ConcurrentCallError, EnvTimeoutError, EnvWorkerError
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER_BACKENDS = [p for p in BACKENDS if not p.id.startswith("dummy")]
 SUBPROC_BACKENDS = [p for p in BACKENDS if p.id.startswith("subproc")]
 
@@ -202,7 +202,7 @@ def test_ctrl_c_while_waiting_for_busy_workers_closes_within_a_second(delay):
 
 @pytest.mark.parametrize("delay", [0.2, 1.0])
 def test_run_atari_ctrl_c_while_the_parent_steps_a_slice_exits_at_once_and_quietly(delay):
-    from tests.test_run_atari import INTERRUPTED, start_script  # (skips without ale-py)
+    from tests.scripts.test_run_atari import INTERRUPTED, start_script  # (skips without ale-py)
 
     proc = start_script("--num-envs", "4", "--steps", "100000000")  # in_series "auto": the parent steps envs 2, 3
     try:
@@ -224,7 +224,7 @@ def test_run_atari_ctrl_c_while_the_parent_steps_a_slice_exits_at_once_and_quiet
 FORK_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np
-    from tests.hardening_envs import OutputEnv
+    from tests.faulty_envs import OutputEnv
     from vec_envs import SubprocVecEnv
     from vec_envs.errors import VecEnvError
 

@@ -21,7 +21,7 @@ from vec_envs.errors import EnvWorkerError
 N = 4
 ALE_BACKEND_IDS = ("dummy", "subproc-default", "subproc-series2", "subproc-pipes", "ray-series2")
 ALE_BACKENDS = [p for p in BACKENDS if p.id in ALE_BACKEND_IDS] or BACKENDS[:2]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- env factories

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("psutil")
 pytest.importorskip("matplotlib")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.backends import BACKENDS
-from tests.hardening_envs import BAD_STEP_OUTPUTS, OutputEnv, SlowStepEnv
-from tests.test_hardening_workers import children
+from tests.faults.test_worker_faults import children
+from tests.faulty_envs import BAD_STEP_OUTPUTS, OutputEnv, SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
 

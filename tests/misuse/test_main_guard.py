@@ -10,7 +10,7 @@ import pytest
 
 from vec_envs.subproc.main_guard import check_main_guard
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = """\
 import gymnasium as gym
 from vec_envs import SubprocVecEnv

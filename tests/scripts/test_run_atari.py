@@ -19,7 +19,7 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 import vec_envs  # noqa: E402
 from tests.xvfb import XVFB, xvfb  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "run_atari.py")
 SUMMARY = re.compile(r"^summary: steps (\d+) \| wall time [\d.]+ s \| \d+ steps/s \| episodes (\d+)"
                      r"(?: \| score mean [\d.-]+ median [\d.-]+ max ([\d.-]+))?$", re.M)

@@ -35,7 +35,7 @@ from vec_envs.ray.ray_vec_env import connect_ray, default_cpus_per_worker
 
 pytestmark = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECONDS = 15  # an error must arrive well within this (actor start-up included)
 
 

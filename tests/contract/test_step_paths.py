@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.envs import SeededEnv
-from tests.hardening_envs import SlowStepEnv
+from tests.faulty_envs import SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
 from vec_envs.subproc.env_slots import WorkerSlots

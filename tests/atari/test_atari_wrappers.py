@@ -31,7 +31,7 @@ from wrappers.atari import (  # noqa: E402
     wrap_deepmind,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Recorder(gym.Wrapper):

@@ -9,7 +9,7 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.hardening_envs import SlowStepEnv
+from tests.faulty_envs import SlowStepEnv
 from tests.helpers import fns_with
 from vec_envs import SubprocVecEnv
 from vec_envs.subproc import slotted_batches, subproc_worker, wake_up

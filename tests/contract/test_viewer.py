@@ -13,7 +13,7 @@ import pytest
 
 from tests.xvfb import XVFB, xvfb
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)]
 
 RENDER_SCRIPT = textwrap.dedent(f"""

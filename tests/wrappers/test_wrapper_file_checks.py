@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.hardening_envs import DictActionEnv, OutputEnv
-from tests.test_run_atari import run_script
+from tests.faulty_envs import DictActionEnv, OutputEnv
+from tests.scripts.test_run_atari import run_script
 from tests.wrapper_envs import FrameEnv
 from vec_envs import DummyVecEnv
 from wrappers import VecCheckNan, VecNormalize, VecNormalizeFileError, VecVideoRecorder

@@ -13,7 +13,7 @@ import pytest
 from vec_envs import DummyVecEnv
 from wrappers import VecNormalize
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "convert_vecnormalize.py")
 ENV_ID = "Pendulum-v1"  # observations of unequal scales: statistics that matter
 

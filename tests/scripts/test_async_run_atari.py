@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -e '.[atari]'")
 
-from tests.test_run_atari import SUMMARY, error_lines, run_script  # noqa: E402
+from tests.scripts.test_run_atari import SUMMARY, error_lines, run_script  # noqa: E402
 
 POLICY = (
     "import numpy as np\n"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.backends import BACKENDS
-from tests.hardening_envs import BAD_STEP_OUTPUTS, DictActionEnv, OutputEnv
+from tests.faulty_envs import BAD_STEP_OUTPUTS, DictActionEnv, OutputEnv
 from vec_envs import DummyVecEnv
 from vec_envs.errors import (
     AlreadyPendingCallError,
