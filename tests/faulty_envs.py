@@ -1,4 +1,4 @@
-"""Envs that return wrong things on purpose, for the hardening tests (module level, so
+"""Envs that return wrong things on purpose, for the fault and misuse tests (module level, so
 spawned workers can import them)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening (issue 13) beyond the list: random inputs and env outputs on every backend
+"""Random inputs and env outputs on every backend
 (hypothesis), and 200 create/step/close cycles with random faults that leave nothing behind."""
 from __future__ import annotations
 

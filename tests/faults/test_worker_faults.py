@@ -1,6 +1,6 @@
-"""Hardening (issue 13) of the worker backends: text observations of the parent's own slice
-(item 1), one caller at a time (7), timeouts (8), Ctrl-C (9), forked children (10), one
-deadline for close (11), which env a dead worker was stepping (15), unpicklable infos (16)."""
+"""Faults around the worker backends: text observations of the parent's own slice, one
+caller at a time, timeouts, Ctrl-C, forked children, one deadline for close, which env a
+dead worker was stepping, unpicklable infos."""
 from __future__ import annotations
 
 import functools
@@ -49,7 +49,7 @@ def children() -> list[psutil.Process]:
     return found
 
 
-# ------------------------------------------------------- text observations (item 1)
+# ------------------------------------------------------- text observations
 @pytest.mark.parametrize("make", BACKENDS)
 def test_text_observations_reach_the_caller_from_every_slice(make, closing):
     venv = closing(make([functools.partial(TextEnv, i, length=2) for i in range(4)]))
@@ -67,7 +67,7 @@ def test_the_default_subproc_steps_a_slice_in_the_parent():
         assert list(venv.reset()) == ["e0-r", "e1-r", "e2-r", "e3-r"]
 
 
-# --------------------------------------------------------- one caller (item 7)
+# --------------------------------------------------------- one caller
 @pytest.mark.parametrize("make", BACKENDS)
 def test_a_call_from_a_second_thread_is_refused_at_once(make, closing):
     venv = closing(make([functools.partial(SlowStepEnv, 0.4)] * 2))
@@ -125,7 +125,7 @@ def test_many_threads_hammering_one_venv_get_clear_errors_and_no_corruption():
     assert not children(), [p.cmdline() for p in children()]
 
 
-# ------------------------------------------------------------ timeouts (item 8)
+# ------------------------------------------------------------ timeouts
 @pytest.mark.parametrize("make", WORKER_BACKENDS)
 def test_timeout_zero_means_do_not_wait_and_bad_values_are_refused(make, closing):
     in_parent = {"step_in_parent": False} if getattr(make, "func", make).__name__ == "subproc" else {}
@@ -149,7 +149,7 @@ def test_timeout_zero_means_do_not_wait_and_bad_values_are_refused(make, closing
             make([OutputEnv] * 2, **kwargs)
 
 
-# ------------------------------------------------------------- Ctrl-C (item 9)
+# ------------------------------------------------------------- Ctrl-C
 class InterruptingEnv(OutputEnv):
     """Sends this process a SIGINT (a Ctrl-C) at step ``at``; workers ignore it, the parent
     gets a KeyboardInterrupt in the middle of stepping its own slice."""
@@ -220,7 +220,7 @@ def test_run_atari_ctrl_c_while_the_parent_steps_a_slice_exits_at_once_and_quiet
     assert took < 3.0, f"exited {took:.1f} s after the Ctrl-C"
 
 
-# ------------------------------------------------------------ fork (item 10)
+# ------------------------------------------------------------ fork
 FORK_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np
@@ -259,7 +259,7 @@ def test_a_forked_child_leaves_the_parents_workers_alone(context):
     assert "Traceback" not in proc.stderr and "AssertionError" not in proc.stderr, proc.stderr
 
 
-# ------------------------------------------------------ close deadline (item 11)
+# ------------------------------------------------------ close deadline
 def test_close_waits_one_deadline_for_all_hanging_env_closes():
     venv = SubprocVecEnv([SlowCloseEnv] * 4, in_series=1)
     venv.close_timeout = 1.0
@@ -286,7 +286,7 @@ def test_close_drains_all_busy_workers_together():
     assert not children(), [p.cmdline() for p in children()]
 
 
-# ------------------------------------------- which env a dead worker ran (item 15)
+# ------------------------------------------- which env a dead worker ran
 @pytest.mark.parametrize("make", SUBPROC_BACKENDS)
 def test_a_dead_worker_names_the_env_it_was_stepping(make, closing):
     fns = [OutputEnv] * 4 + [functools.partial(SlowStepEnv, kill_at=2)] + [OutputEnv]
@@ -308,7 +308,7 @@ def test_env_indices_of_an_env_exception_list_the_workers_envs():
         assert (info.value.env_index, info.value.env_indices) == (1, [0, 1])
 
 
-# --------------------------------------------------- unpicklable infos (item 16)
+# --------------------------------------------------- unpicklable infos
 @pytest.mark.parametrize("make", SUBPROC_BACKENDS)
 def test_an_unpicklable_info_names_the_env_and_what_cannot_be_pickled(make, closing):
     fns = [OutputEnv, OutputEnv, functools.partial(UnpicklableInfoEnv, at=1), OutputEnv]

@@ -1,6 +1,5 @@
-"""Hardening (issue 13): wrong env outputs and wrong arguments get one clear error on every
-backend: env outputs (items 2, 3), actions (12), indices (6, 16), seeds (16), timeouts (8)
-and calls at the wrong moment (13)."""
+"""Wrong env outputs and wrong arguments get one clear error on every backend: env outputs,
+actions, indices, seeds, timeouts and calls at the wrong moment."""
 from __future__ import annotations
 
 import math
@@ -91,7 +90,7 @@ def test_values_that_fit_the_dtype_are_stored_exactly():
         assert rewards.tolist() == [2.5, 2.5] and dones.tolist() == [True, True]
 
 
-# ------------------------------------------------------------------ actions (item 12)
+# ------------------------------------------------------------------ actions
 def test_action_structure_is_checked_the_same_on_every_backend(venv):
     with pytest.raises(ValueError, match=r"step_async\(\): received a dict of actions, but the action space "
                                          r"Discrete\(2\) is not a Dict space"):
@@ -130,7 +129,7 @@ def test_dict_actions_need_exactly_the_space_keys_and_leaf_shapes_and_seed_after
         venv.seed(0)
 
 
-# ---------------------------------------------------------- indices (items 6, 16)
+# ---------------------------------------------------------- indices
 def test_indices_as_masks_ints_and_clear_errors(venv):
     venv.reset()
     venv.set_attr("tag", "x")
@@ -154,7 +153,7 @@ def test_indices_as_masks_ints_and_clear_errors(venv):
         venv.reset_single_env([0])
 
 
-# ------------------------------------------------------------------ seeds (item 16)
+# ------------------------------------------------------------------ seeds
 def test_bad_seeds_are_refused(venv):
     for bad, error, message in [(1.5, TypeError, r"seed must be an int >= 0 or None, received 1.5 \(float\)"),
                                 ("7", TypeError, r"seed must be an int >= 0 or None, received '7' \(str\)"),
@@ -167,7 +166,7 @@ def test_bad_seeds_are_refused(venv):
     venv.reset()
 
 
-# --------------------------------------------------------------- timeouts (item 8)
+# --------------------------------------------------------------- timeouts
 def test_bad_wait_timeouts_are_refused(venv):
     venv.reset()
     for bad, error in (("5", TypeError), (-1, ValueError), (math.nan, ValueError), (True, TypeError)):
@@ -178,7 +177,7 @@ def test_bad_wait_timeouts_are_refused(venv):
         venv.step_wait()  # the refused wait left the step pending
 
 
-# ------------------------------------------------- calls at the wrong moment (item 13)
+# ------------------------------------------------- calls at the wrong moment
 def test_env_access_while_a_step_is_pending_is_refused_on_every_backend(venv):
     venv.reset()
     venv.step_async(np.zeros(N, np.int64))

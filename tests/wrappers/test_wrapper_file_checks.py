@@ -1,5 +1,5 @@
-"""Hardening (issue 13) of the wrappers: impossible VecNormalize files (item 4), NaN in
-per-env dict actions (item 5), video paths that exist (item 14)."""
+"""The wrappers refuse what they cannot use: impossible VecNormalize files, NaN in per-env
+dict actions (VecCheckNan), video paths that exist (VecVideoRecorder)."""
 from __future__ import annotations
 
 import glob
@@ -16,7 +16,7 @@ from vec_envs import DummyVecEnv
 from wrappers import VecCheckNan, VecNormalize, VecNormalizeFileError, VecVideoRecorder
 
 
-# ------------------------------------------------------- VecNormalize.load (item 4)
+# ------------------------------------------------------- VecNormalize.load
 def saved_statistics(tmp_path) -> tuple[str, dict[str, np.ndarray]]:
     path = str(tmp_path / "stats.npz")
     with VecNormalize(DummyVecEnv([FrameEnv] * 2)) as venv:
@@ -64,7 +64,7 @@ def test_possible_statistics_still_load(tmp_path):
         assert np.isfinite(venv.reset()).all()
 
 
-# ------------------------------------------------------------ VecCheckNan (item 5)
+# ------------------------------------------------------------ VecCheckNan
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_nan_in_a_list_of_dict_actions_is_found(bad):
     good = {"move": 0, "aim": np.zeros(2, np.float32)}
@@ -85,7 +85,7 @@ def test_nan_in_a_tuple_of_scalar_actions_is_found():
             venv.step((0.0, math.nan))
 
 
-# ----------------------------------------------------- VecVideoRecorder (item 14)
+# ----------------------------------------------------- VecVideoRecorder
 class UnrenderableEnv(FrameEnv):
     def render(self):
         raise RuntimeError("no frames today")
