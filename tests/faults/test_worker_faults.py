@@ -99,18 +99,21 @@ def test_a_call_from_a_second_thread_is_refused_at_once(make, closing):
 
 
 def test_many_threads_hammering_one_venv_get_clear_errors_and_no_corruption():
-    venv = SubprocVecEnv([OutputEnv] * 4, in_series=1)
+    venv = SubprocVecEnv([functools.partial(SlowStepEnv, 0.01)] * 4, in_series=1)
     venv.reset()
     errors: list[BaseException] = []
-    steps = [0]
+    steps: list[int] = []  # list.append is atomic: no count is lost between threads
+    refused: list[int] = []
+    together = threading.Barrier(4)  # each round, the four threads call step() at once
 
     def hammer():
-        for _ in range(200):
+        for _ in range(50):
             try:
-                venv.step(np.zeros(4, np.int64))
-                steps[0] += 1
+                together.wait(timeout=30)
+                venv.step(np.zeros(4, np.int64))  # 10 ms inside: the other three arrive meanwhile
+                steps.append(1)
             except ConcurrentCallError:
-                pass
+                refused.append(1)
             except Exception as exc:  # anything else is the bug this test looks for
                 errors.append(exc)
 
@@ -119,7 +122,10 @@ def test_many_threads_hammering_one_venv_get_clear_errors_and_no_corruption():
         t.start()
     for t in threads:
         t.join(60)
-    assert not errors and steps[0] > 0
+    assert not errors
+    assert len(steps) > 0
+    assert len(refused) > 0  # the guard did refuse callers (else this test hammered nothing)
+    assert len(steps) + len(refused) == 4 * 50
     assert venv.step(np.zeros(4, np.int64))[1].tolist() == [1.0] * 4
     venv.close()
     assert not children(), [p.cmdline() for p in children()]
