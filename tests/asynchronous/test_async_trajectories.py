@@ -63,10 +63,12 @@ def test_dict_observations_and_box_actions(closing):
     venv.seed(0)
     venv.async_reset()
     obs, _, _, _, env_ids = venv.recv()
-    assert obs["pos"].shape == (2, 2, 2) and obs["nested"]["pair"][1].shape == (2, 2)
+    assert obs["pos"].shape == (2, 2, 2)
+    assert obs["nested"]["pair"][1].shape == (2, 2)
     venv.send([[0.5, 0.5], [0.0, 1.0]], env_ids)
     obs, rewards, _, _, env_ids = venv.recv()
-    assert env_ids.tolist() == [2, 0] and rewards.tolist() == [0.0, 1.0]
+    assert env_ids.tolist() == [2, 0]
+    assert rewards.tolist() == [0.0, 1.0]
 
 
 def test_round_robin_returns_the_envs_sent_longest_ago(closing):

@@ -58,11 +58,15 @@ def test_shapes_and_dtypes_match_the_make_atari_env_path(frame_stack, closing):
     assert venv.observation_space == reference.observation_space
     assert venv.action_space == reference.action_space
     obs = venv.reset()
-    assert obs.shape == (N, 84, 84, frame_stack) and obs.dtype == np.uint8
+    assert obs.shape == (N, 84, 84, frame_stack)
+    assert obs.dtype == np.uint8
     obs, rewards, dones, infos = venv.step(np.ones(N, np.int64))
-    assert obs.shape == (N, 84, 84, frame_stack) and obs.dtype == np.uint8
-    assert rewards.shape == (N,) and rewards.dtype == np.float32
-    assert dones.shape == (N,) and dones.dtype == np.bool_
+    assert obs.shape == (N, 84, 84, frame_stack)
+    assert obs.dtype == np.uint8
+    assert rewards.shape == (N,)
+    assert rewards.dtype == np.float32
+    assert dones.shape == (N,)
+    assert dones.dtype == np.bool_
     assert [sorted(info) for info in infos] == [["episode_frame_number", "frame_number", "lives"]] * N
     assert infos[0]["lives"] == 5
 
@@ -149,7 +153,8 @@ def test_reset_single_env_resets_that_env_alone(closing):
     before, *_ = venv.step(np.array([1, 1]))
     venv.seed(5)  # env 1 gets 6
     obs1 = venv.reset_single_env(1)
-    assert obs1.shape == (84, 84, 4) and not obs1[..., :3].any()  # a fresh stack: zeros, then the frame
+    assert obs1.shape == (84, 84, 4)
+    assert not obs1[..., :3].any()  # a fresh stack: zeros, then the frame
     reference = closing(ALEVecEnv("Breakout", 2, frame_stack=4, seed=5))
     np.testing.assert_array_equal(obs1, reference.reset()[1])
     assert venv.reset_infos[1] == reference.reset_infos[1]
@@ -171,7 +176,8 @@ def test_game_over_gives_the_terminal_observation_and_a_reset_in_the_same_step(c
     for i, info in enumerate(infos):
         terminal = info["terminal_observation"]
         np.testing.assert_array_equal(terminal[..., :3], previous[i, ..., 1:])  # the old episode, one step on
-        assert not obs[i, ..., :3].any() and obs[i, ..., 3].any()  # the new episode's first frame
+        assert not obs[i, ..., :3].any()
+        assert obs[i, ..., 3].any()  # the new episode's first frame
         assert info["TimeLimit.truncated"] is True
         assert info["episode"]["l"] == start_frames[i] + frames
         assert venv.reset_infos[i]["episode_frame_number"] == info["episode_frame_number"] < frames
@@ -196,12 +202,14 @@ def test_lost_lives_end_episodes_and_the_score_covers_the_whole_game(closing):
                 games.append((i, info["episode"]["r"], scores[i], lost_lives[i]))
                 scores[i], lost_lives[i] = 0, 0
             elif dones[i]:  # a lost life: the episode ends, the game goes on from that frame
-                assert info["lives"] == lives[i] - 1 and info["TimeLimit.truncated"] is False
+                assert info["lives"] == lives[i] - 1
+                assert info["TimeLimit.truncated"] is False
                 np.testing.assert_array_equal(info["terminal_observation"], obs[i])
                 lost_lives[i] += 1
             lives[i] = info["lives"]
     for _, reported, summed, lost in games:
-        assert reported == summed and lost == 4  # 5 lives: 4 lost mid-game, then the game over
+        assert reported == summed
+        assert lost == 4  # 5 lives: 4 lost mid-game, then the game over
 
 
 # ------------------------------------------------------------------ misuse and limits
@@ -223,7 +231,8 @@ def test_misuse_errors(closing):
 def test_what_the_engine_cannot_do_names_the_alternative(closing):
     venv = closing(ALEVecEnv("Breakout", 2, render_mode="rgb_array"))
     venv.reset()
-    assert venv.get_attr("render_mode") == ["rgb_array", "rgb_array"] and venv.get_attr("spec", 1) == [None]
+    assert venv.get_attr("render_mode") == ["rgb_array", "rgb_array"]
+    assert venv.get_attr("spec", 1) == [None]
     assert venv.get_attr("action_space", [0])[0] == venv.action_space
     calls = {"get_attr": lambda: venv.get_attr("ale"), "set_attr": lambda: venv.set_attr("ale", None),
              "env_method": lambda: venv.env_method("get_action_meanings"), "get_states": venv.get_states,
@@ -250,7 +259,8 @@ def test_a_wait_past_its_timeout_names_the_busy_envs_and_the_next_wait_gets_the_
         venv.step_wait(timeout=1e-6)
     assert info.value.env_indices == list(range(8))
     obs, _, _, infos = venv.step_wait()
-    assert obs.shape == (8, 84, 84, 1) and infos[0]["episode_frame_number"] > 200
+    assert obs.shape == (8, 84, 84, 1)
+    assert infos[0]["episode_frame_number"] > 200
 
 
 def test_close_joins_the_engine_threads():
@@ -291,14 +301,16 @@ def test_monitor_normalize_and_transpose_compose(closing):
     venv = ALEVecEnv("Breakout", 2, frame_stack=4, episode_life=False, max_num_frames_per_episode=80)
     wrapped = closing(VecNormalize(VecTransposeImage(VecMonitor(venv)), norm_reward=False))
     obs = wrapped.reset()
-    assert obs.shape == (2, 4, 84, 84) and obs.dtype == np.float32
+    assert obs.shape == (2, 4, 84, 84)
+    assert obs.dtype == np.float32
     episodes = []
     for _ in range(20):
         obs, _, _, infos = wrapped.step(np.ones(2, np.int64))
         episodes += [info["episode"] for info in infos if "episode" in info]
         terminal = [info["terminal_observation"] for info in infos if "terminal_observation" in info]
         assert all(frames.shape == (4, 84, 84) for frames in terminal)
-    assert len(episodes) >= 2 and all(episode["l"] == 20 for episode in episodes)  # VecMonitor counts steps
+    assert len(episodes) >= 2
+    assert all(episode["l"] == 20 for episode in episodes)  # VecMonitor counts steps
 
 
 def test_make_atari_env_builds_it_with_the_same_option_names(closing):
@@ -306,7 +318,8 @@ def test_make_atari_env_builds_it_with_the_same_option_names(closing):
                                   wrapper_kwargs={"noop_max": 5, "clip_rewards": False},
                                   env_kwargs={"repeat_action_probability": 0.25},
                                   vec_env_kwargs={"frame_stack": 4}))
-    assert isinstance(venv, ALEVecEnv) and venv.game == "breakout"
+    assert isinstance(venv, ALEVecEnv)
+    assert venv.game == "breakout"
     assert (venv.options.noop_max, venv.options.clip_rewards, venv.options.repeat_action_probability,
             venv.options.frame_stack) == (5, False, 0.25, 4)
     reference = closing(ALEVecEnv("Breakout", 2, seed=7, frame_stack=4, noop_max=5, clip_rewards=False,
@@ -332,10 +345,12 @@ def test_run_atari_backend_ale_reports_real_scores_and_records_video(tmp_path):
     assert "on ale, obs (84, 84, 4)" in proc.stdout
     assert proc.stdout.count("summary: steps 2000 |") == 1
     clips = sorted(os.listdir(tmp_path))
-    assert clips and all(clip.endswith(".mp4") for clip in clips)
+    assert clips
+    assert all(clip.endswith(".mp4") for clip in clips)
     proc = run_script("run_atari.py", "--backend", "ale", "--num-envs", "4", "--batch-size", "2", "--steps", "1000")
     assert proc.returncode == 0, proc.stderr
-    assert "on ale in async batches of 2, obs (84, 84, 4)" in proc.stdout and "summary: steps 1000 |" in proc.stdout
+    assert "on ale in async batches of 2, obs (84, 84, 4)" in proc.stdout
+    assert "summary: steps 1000 |" in proc.stdout
 
 
 def test_bench_ale_runs_its_cells_side_by_side():
@@ -373,7 +388,8 @@ def test_recv_send_trajectories_equal_lock_step(batch_size, closing):
     got = {i: [] for i in range(4)}
     while min(len(rows) for rows in got.values()) <= steps:
         obs, rewards, dones, infos, env_ids = venv.recv()
-        assert len(env_ids) == venv.batch_size and len(set(env_ids.tolist())) == len(env_ids)
+        assert len(env_ids) == venv.batch_size
+        assert len(set(env_ids.tolist())) == len(env_ids)
         for row, env in enumerate(env_ids.tolist()):
             got[env].append((obs[row].copy(), rewards[row], dones[row], infos[row].get("terminal_observation")))
         actions = np.array([action_of(env, len(got[env]) - 1) for env in env_ids.tolist()])
@@ -390,8 +406,10 @@ def test_async_reset_rows_are_reset_observations(closing):
     venv = closing(ALEVecEnv("Breakout", 4, batch_size=2, frame_stack=4, seed=0))
     venv.async_reset()
     obs, rewards, dones, infos, env_ids = venv.recv()
-    assert obs.shape == (2, 84, 84, 4) and not obs[..., :3].any()
-    assert rewards.tolist() == [0.0, 0.0] and dones.tolist() == [False, False]
+    assert obs.shape == (2, 84, 84, 4)
+    assert not obs[..., :3].any()
+    assert rewards.tolist() == [0.0, 0.0]
+    assert dones.tolist() == [False, False]
     assert [info["lives"] for info in infos] == [5, 5]
     assert infos[0] == venv.reset_infos[int(env_ids[0])]
 
@@ -427,7 +445,9 @@ def test_async_misuse_errors(closing):
     venv.recv()  # none in flight now: a new round may start
     venv.async_reset()
     obs, rewards, dones, _, _ = venv.recv()
-    assert not rewards.any() and not dones.any() and obs.shape == (2, 84, 84, 1)
+    assert not rewards.any()
+    assert not dones.any()
+    assert obs.shape == (2, 84, 84, 1)
 
 
 def test_gymnasium_and_sb3_adapters_run_it(closing):
@@ -436,10 +456,13 @@ def test_gymnasium_and_sb3_adapters_run_it(closing):
     envs = to_gymnasium(ALEVecEnv("Breakout", 2, frame_stack=4, max_num_frames_per_episode=40))
     try:
         obs, _ = envs.reset(seed=3)
-        assert obs.shape == (2, 84, 84, 4) and envs.single_action_space.n == 4
+        assert obs.shape == (2, 84, 84, 4)
+        assert envs.single_action_space.n == 4
         for _ in range(10):
             obs, _, terminations, truncations, infos = envs.step(np.ones(2, np.int64))
-        assert truncations.all() and not terminations.any() and infos["_final_obs"].all()
+        assert truncations.all()
+        assert not terminations.any()
+        assert infos["_final_obs"].all()
         assert infos["final_obs"][0].shape == (84, 84, 4)
     finally:
         envs.close()
@@ -449,4 +472,6 @@ def test_gymnasium_and_sb3_adapters_run_it(closing):
     sb3 = SB3VecTransposeImage(to_sb3(closing(ALEVecEnv("Breakout", 2, frame_stack=4, seed=0))))
     assert sb3.reset().shape == (2, 4, 84, 84)
     obs, rewards, dones, infos = sb3.step(np.ones(2, np.int64))
-    assert obs.shape == (2, 4, 84, 84) and rewards.shape == (2,) and sb3.render_mode is None
+    assert obs.shape == (2, 4, 84, 84)
+    assert rewards.shape == (2,)
+    assert sb3.render_mode is None

@@ -101,7 +101,8 @@ def test_noop_reset_takes_1_to_noop_max_noops():
         counts.append(len(rec.actions))
         assert set(rec.actions) == {0}
         assert env.unwrapped.ale.getEpisodeFrameNumber() == counts[-1]
-    assert min(counts) >= 1 and max(counts) <= 30
+    assert min(counts) >= 1
+    assert max(counts) <= 30
     assert len(set(counts)) >= 6  # really random, not a fixed count
     env.reset(seed=3)
     first = env.unwrapped.ale.getEpisodeFrameNumber()
@@ -174,7 +175,8 @@ def test_life_loss_ends_the_episode_but_not_the_game():
     assert lives(env) == 5
     for lost in range(1, 5):
         info = play_until_done(env)
-        assert lives(env) == 5 - lost and not ale.game_over()
+        assert lives(env) == 5 - lost
+        assert not ale.game_over()
         assert "episode" not in info
         frame = ale.getEpisodeFrameNumber()
         env.reset()
@@ -185,7 +187,8 @@ def test_life_loss_ends_the_episode_but_not_the_game():
     assert info["episode"]["l"] == ale.getEpisodeFrameNumber()  # one episode = the whole game
     assert len(monitor.episode_returns) == 1
     env.reset()
-    assert lives(env) == 5 and ale.getEpisodeFrameNumber() < 10  # a real reset
+    assert lives(env) == 5
+    assert ale.getEpisodeFrameNumber() < 10  # a real reset
 
 
 def test_reset_with_a_seed_after_a_lost_life_restarts_the_game():
@@ -235,11 +238,14 @@ def test_warp_frame_equals_the_opencv_reference_on_a_real_frame():
     out = warp.observation(frame)
     gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
     reference = cv2.resize(gray, (84, 84), interpolation=cv2.INTER_AREA)[:, :, None]
-    assert out.shape == (84, 84, 1) and out.dtype == np.uint8
+    assert out.shape == (84, 84, 1)
+    assert out.dtype == np.uint8
     np.testing.assert_array_equal(out, reference)
     assert warp.observation_space == gym.spaces.Box(0, 255, (84, 84, 1), np.uint8)
     obs, _ = warp.reset(seed=0)
-    assert obs.shape == (84, 84, 1) and obs.dtype == np.uint8 and warp.observation_space.contains(obs)
+    assert obs.shape == (84, 84, 1)
+    assert obs.dtype == np.uint8
+    assert warp.observation_space.contains(obs)
 
 
 def test_warp_frame_width_height_and_color():
@@ -258,7 +264,8 @@ def test_clipped_rewards_are_the_sign_of_the_real_rewards():
     clipped = [env.step(1)[1] for _ in range(1500)]  # FIRE: aliens are worth 5..30 points
     assert set(clipped) <= {-1.0, 0.0, 1.0}
     assert clipped == [float(np.sign(r)) for r in rec.rewards]
-    assert max(rec.rewards) > 1 and 1.0 in clipped
+    assert max(rec.rewards) > 1
+    assert 1.0 in clipped
     assert ClipRewardEnv(make_atari("Pong")).reward(-3.5) == -1.0
 
 
@@ -267,7 +274,8 @@ def test_make_atari_env_reports_the_real_score_at_game_over_only():
     venv = make_atari_env("SpaceInvaders", n_envs=2, seed=0, vec_env_cls=DummyVecEnv)  # SB3's keyword
     assert venv.observation_space.shape == (84, 84, 1)
     obs = venv.reset()
-    assert obs.shape == (2, 84, 84, 1) and obs.dtype == np.uint8
+    assert obs.shape == (2, 84, 84, 1)
+    assert obs.dtype == np.uint8
     rng = np.random.default_rng(0)
     dones, clipped, episodes = np.zeros(2, int), np.zeros(2), {}
     while len(episodes) < 2:
@@ -297,9 +305,11 @@ def test_make_atari_env_writes_sb3_monitor_csvs(tmp_path):
     with open(tmp_path / "mon" / "0.monitor.csv") as f:
         header = json.loads(f.readline()[1:])
         rows = list(csv.DictReader(f))
-    assert header["env_id"] == "ALE/Pong-v5" and header["t_start"] > 0
+    assert header["env_id"] == "ALE/Pong-v5"
+    assert header["t_start"] > 0
     assert list(rows[0]) == ["r", "l", "t"]
-    assert [float(r["r"]) for r in rows] == returns[0] and returns[0][0] == -21.0
+    assert [float(r["r"]) for r in rows] == returns[0]
+    assert returns[0][0] == -21.0
 
 
 def test_make_atari_env_checks_its_arguments():

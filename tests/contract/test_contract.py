@@ -25,14 +25,21 @@ def seeded_fns(n=N, **kwargs):
 
 def test_shapes_and_dtypes(make, closing):
     venv = closing(make(seeded_fns()))
-    assert venv.num_envs == N and venv.observation_space.shape == (3,)
+    assert venv.num_envs == N
+    assert venv.observation_space.shape == (3,)
     obs = venv.reset()
-    assert obs.shape == (N, 3) and obs.dtype == np.float32
+    assert obs.shape == (N, 3)
+    assert obs.dtype == np.float32
     obs, rewards, dones, infos = venv.step(np.ones(N, dtype=np.int64))
-    assert obs.shape == (N, 3) and obs.dtype == np.float32
-    assert rewards.shape == (N,) and rewards.dtype == np.float32
-    assert dones.shape == (N,) and dones.dtype == np.bool_
-    assert isinstance(infos, list) and len(infos) == N and all(isinstance(i, dict) for i in infos)
+    assert obs.shape == (N, 3)
+    assert obs.dtype == np.float32
+    assert rewards.shape == (N,)
+    assert rewards.dtype == np.float32
+    assert dones.shape == (N,)
+    assert dones.dtype == np.bool_
+    assert isinstance(infos, list)
+    assert len(infos) == N
+    assert all(isinstance(i, dict) for i in infos)
     np.testing.assert_array_equal(rewards, np.full(N, 2.0))
 
 
@@ -47,7 +54,8 @@ def test_auto_reset_with_different_episode_lengths(make, closing):
         obs, rewards, dones, infos = venv.step(np.zeros(N, dtype=np.int64))
         for i, env in enumerate(reference):
             ref_obs, ref_reward, terminated, truncated, _ = env.step(0)
-            assert dones[i] == (terminated or truncated) and rewards[i] == ref_reward
+            assert dones[i] == (terminated or truncated)
+            assert rewards[i] == ref_reward
             if dones[i]:
                 np.testing.assert_array_equal(infos[i]["terminal_observation"], ref_obs)
                 assert infos[i]["TimeLimit.truncated"] is False
@@ -165,9 +173,12 @@ def test_dict_and_tuple_observations(make, closing):
     venv = closing(make([functools.partial(DictObsEnv, length=2 + i) for i in range(3)]))
     venv.seed(0)
     obs = venv.reset()
-    assert obs["pos"].shape == (3, 2, 2) and obs["pos"].dtype == np.float32
-    assert obs["nested"]["count"].shape == (3,) and obs["nested"]["count"].dtype == np.int64
-    assert obs["nested"]["pair"][0].shape == (3, 3) and obs["nested"]["pair"][0].dtype == np.int8
+    assert obs["pos"].shape == (3, 2, 2)
+    assert obs["pos"].dtype == np.float32
+    assert obs["nested"]["count"].shape == (3,)
+    assert obs["nested"]["count"].dtype == np.int64
+    assert obs["nested"]["pair"][0].shape == (3, 3)
+    assert obs["nested"]["pair"][0].dtype == np.int8
     assert obs["nested"]["pair"][1].shape == (3, 2)
     reference = DictObsEnv(length=2)
     ref_first, _ = reference.reset(seed=0)
@@ -223,8 +234,10 @@ def test_render_rgb_array_tiles_every_frame(make, closing):
     tiled = venv.render(mode="rgb_array")
     np.testing.assert_array_equal(tiled, tile_images(images))
     assert tiled.shape == (80, 120, 3)
-    assert tuple(tiled[30, 30]) == colors[0] and tuple(tiled[30, 90]) == colors[1]
-    assert tuple(tiled[70, 30]) == colors[2] and tuple(tiled[70, 90]) == (0, 0, 0)
+    assert tuple(tiled[30, 30]) == colors[0]
+    assert tuple(tiled[30, 90]) == colors[1]
+    assert tuple(tiled[70, 30]) == colors[2]
+    assert tuple(tiled[70, 90]) == (0, 0, 0)
 
 
 def test_get_images_without_rgb_array_mode_is_a_clear_error(make, closing):
@@ -256,7 +269,8 @@ def test_old_gym_api_env_runs_unchanged(make, closing):
     assert infos[1]["TimeLimit.truncated"] is False
     np.testing.assert_array_equal(infos[1]["terminal_observation"], [103.0])
     obs, rewards, dones, infos = venv.step([0, 0])
-    assert dones.tolist() == [True, False] and infos[0]["TimeLimit.truncated"] is True
+    assert dones.tolist() == [True, False]
+    assert infos[0]["TimeLimit.truncated"] is True
     np.testing.assert_array_equal(obs, [[100.0], [102.0]])
 
 

@@ -57,7 +57,9 @@ def test_backend_by_name_start_index_seeds_and_monitor_files(tmp_path):
             venv.step(np.zeros(2, int))
     assert sorted(p.name for p in (tmp_path / "mon").iterdir()) == ["3.monitor.csv", "4.monitor.csv"]
     rows = (tmp_path / "mon" / "3.monitor.csv").read_text().splitlines()
-    assert rows[0].startswith("#{") and rows[1] == "r,l,t" and len(rows) > 2  # SB3's Monitor format
+    assert rows[0].startswith("#{")
+    assert rows[1] == "r,l,t"
+    assert len(rows) > 2  # SB3's Monitor format
 
 
 def test_wrapper_kwargs_reach_the_wrapper():

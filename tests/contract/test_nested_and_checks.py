@@ -32,20 +32,25 @@ def test_iter_leaves_walks_spaces_and_values_alike():
     batch = create_batch(SPACE, 5)
     assert [(p, leaf.shape) for p, leaf in iter_leaves(batch)] == [
         (("hand", 0), (5,)), (("hand", 1), (5, 4)), (("pos",), (5, 2))]
-    assert is_fixed_size(SPACE) and not is_fixed_size(spaces.Dict({"x": spaces.Text(5)}))
+    assert is_fixed_size(SPACE)
+    assert not is_fixed_size(spaces.Dict({"x": spaces.Text(5)}))
     assert create_batch(spaces.Tuple([spaces.Text(5)]), 3) == ([None, None, None],)
 
 
 def test_map_leaves_keeps_the_nesting_and_goes_along_other_trees():
     batch = create_batch(SPACE, 4)
     write_rows(batch, 2, {"pos": np.ones((2, 2)), "hand": (np.array([1, 2]), np.ones((2, 4), np.int8))})
-    assert batch["pos"][:, 0].tolist() == [0, 0, 1, 1] and batch["hand"][0].tolist() == [0, 0, 1, 2]
+    assert batch["pos"][:, 0].tolist() == [0, 0, 1, 1]
+    assert batch["hand"][0].tolist() == [0, 0, 1, 2]
     one = batch_of_one({"pos": [0.5, 0.5], "hand": (2, np.zeros(4, np.int8))})
-    assert one["pos"].shape == (1, 2) and one["hand"][0].shape == (1,)
+    assert one["pos"].shape == (1, 2)
+    assert one["hand"][0].shape == (1,)
     copied = copy_obs(batch)
-    assert copied["pos"] is not batch["pos"] and np.array_equal(copied["pos"], batch["pos"])
+    assert copied["pos"] is not batch["pos"]
+    assert np.array_equal(copied["pos"], batch["pos"])
     pair = map_leaves(lambda leaf: leaf * 2, Pair(1, (2, [3])))
-    assert type(pair) is Pair and pair == Pair(2, (4, [3, 3]))  # lists are leaves unless asked
+    assert type(pair) is Pair
+    assert pair == Pair(2, (4, [3, 3]))  # lists are leaves unless asked
     assert map_leaves(lambda leaf: leaf * 2, [1, {"a": 2}], into_lists=True) == [2, {"a": 4}]
 
 
@@ -56,7 +61,8 @@ def test_check_int_names_what_it_received(value):
 
 
 def test_check_int_accepts_numpy_ints_and_names_alternatives():
-    assert check_int("n", np.int64(3)) == 3 and type(check_int("n", np.int64(3))) is int
+    assert check_int("n", np.int64(3)) == 3
+    assert type(check_int("n", np.int64(3))) is int
     with pytest.raises(ValueError, match=r"in_series must be an int >= 1 or 'auto', received 'many'"):
         check_int("in_series", "many", alternatives="or 'auto'")
 
@@ -74,7 +80,8 @@ def test_both_monitors_write_the_same_sb3_file(tmp_path):
     venv.close()
     lines = [(tmp_path / name).read_text().splitlines() for name in ("0.monitor.csv", "1.monitor.csv")]
     assert [json.loads(text[0][1:])["env_id"] for text in lines] == ["None", "None"]
-    assert [text[1] for text in lines] == ["r,l,t", "r,l,t"] and [len(text) for text in lines] == [3, 3]
+    assert [text[1] for text in lines] == ["r,l,t", "r,l,t"]
+    assert [len(text) for text in lines] == [3, 3]
 
 
 def test_monitor_csv_is_byte_for_byte_sb3s(tmp_path):

@@ -83,7 +83,8 @@ def test_bad_arguments_are_clear_errors_before_ray_starts(kwargs, match):
 def test_default_cpus_ask_one_cpu_for_the_whole_venv():
     for workers in (1, 2, 3, 7, 64):
         share = default_cpus_per_worker(workers)
-        assert 0 < share <= 1 / workers and workers * share > 0.99
+        assert 0 < share <= 1 / workers
+        assert workers * share > 0.99
 
 
 # ---------------------------------------------------------------- against DummyVecEnv
@@ -128,7 +129,8 @@ def test_env_exception_in_step_names_env_worker_method_and_traceback(cluster):
     assert (err.env_index, err.worker_index, err.method) == (2, 1, "step")
     assert "FaultyEnv fails in step" in err.remote_traceback
     assert "Traceback (most recent call last)" in err.remote_traceback
-    assert err.remote_traceback in str(err) and str(err).startswith("env 2 (worker 1) raised in step()")
+    assert err.remote_traceback in str(err)
+    assert str(err).startswith("env 2 (worker 1) raised in step()")
 
 
 def test_exception_in_reset_and_in_constructor(cluster):
@@ -192,9 +194,12 @@ def test_restart_policy_rebuilds_the_actor_and_flags_its_envs(cluster):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             flagged.append([bool(info.get("env_restarted")) for info in infos])
         assert flagged == [[False] * 4] * 3 + [[False, False, True, True]]
-        assert dones[2:].all() and not dones[:2].any() and (rewards[2:] == 0).all()
+        assert dones[2:].all()
+        assert not dones[:2].any()
+        assert (rewards[2:] == 0).all()
         assert "died (ActorDiedError" in infos[2]["error"]
-        assert actor_places(venv)[1][1] != first_pid and venv.restarts == 1
+        assert actor_places(venv)[1][1] != first_pid
+        assert venv.restarts == 1
         assert np.abs(obs[2]).max() <= 1  # a fresh first observation
         with pytest.raises(EnvWorkerError, match=r"max_restarts=1 reached"):
             for _ in range(10):
@@ -241,7 +246,8 @@ def test_close_keeps_the_runtime_it_joined(cluster):
     with RayVecEnv([SeededEnv], address="auto") as venv:
         assert venv.started_ray is False
         venv.reset()
-    assert ray.is_initialized() and connect_ray(None) is False
+    assert ray.is_initialized()
+    assert connect_ray(None) is False
 
 
 STARTS_ITS_OWN = textwrap.dedent("""
@@ -264,4 +270,5 @@ def test_a_runtime_it_started_is_kept_for_reuse_until_the_process_exits():
     assert out.returncode == 0, out.stderr[-3000:]
     started_first, started_second, initialized, pids = json.loads(out.stdout.splitlines()[-1])
     assert (started_first, started_second, initialized) == (True, False, True)
-    assert len(pids) >= 3 and wait_gone(pids) == []
+    assert len(pids) >= 3
+    assert wait_gone(pids) == []

@@ -49,8 +49,10 @@ class CountedActions(DummyVecEnv):
 
 
 def test_step_runs_in_one_trip_only_where_nothing_overrides_step_async_or_step_wait():
-    assert DummyVecEnv._step_in_one and SubprocVecEnv._step_in_one
-    assert not DoubledRewards._step_in_one and not CountedActions._step_in_one
+    assert DummyVecEnv._step_in_one
+    assert SubprocVecEnv._step_in_one
+    assert not DoubledRewards._step_in_one
+    assert not CountedActions._step_in_one
     assert not VecNormalize._step_in_one  # a wrapper reshapes step_wait
     actions = np.ones(2, np.int64)
     with DummyVecEnv([SeededEnv] * 2) as plain, DoubledRewards([SeededEnv] * 2) as doubled, \
@@ -121,11 +123,13 @@ def test_gather_hands_out_outcomes_in_the_order_asked_and_keeps_what_arrived_at_
         messenger.gather([2, 0, 1], 0.2, "step")  # workers 1 and 2 answer at once, worker 0 late
     assert sorted(messenger.arrived([1, 2])) == [1, 2]
     outcomes = messenger.gather([0], None, "step")
-    assert list(outcomes) == [0] and outcomes[0].ok
+    assert list(outcomes) == [0]
+    assert outcomes[0].ok
     for w in (1, 0, 2):
         messenger.send(w, Command.GET_SPACES, None)
     spaces = messenger.gather([2, 1, 0], 10.0, "get_spaces")
-    assert list(spaces) == [2, 1, 0] and all(outcome.ok for outcome in spaces.values())
+    assert list(spaces) == [2, 1, 0]
+    assert all(outcome.ok for outcome in spaces.values())
 
 
 # ------------------------------------------------------------------------- spinning
@@ -151,10 +155,13 @@ def test_a_spin_learns_from_its_waits_at_the_next_budget():
 def test_a_spinning_worker_sees_new_slot_requests_as_pending_does():
     requested, answered = np.zeros(6, np.int64), np.zeros(6, np.int64)
     slots = WorkerSlots(requested, answered, np.zeros(8, np.int64), 2, 5)
-    assert not _has_requests(slots) and len(slots.pending()) == 0
+    assert not _has_requests(slots)
+    assert len(slots.pending()) == 0
     requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
-    assert _has_requests(slots) and slots.pending().tolist() == [2]
+    assert _has_requests(slots)
+    assert slots.pending().tolist() == [2]
     slots.take(2)
-    assert not _has_requests(slots) and len(slots.pending()) == 0
+    assert not _has_requests(slots)
+    assert len(slots.pending()) == 0
     requested[5] = 1  # another worker's env
     assert not _has_requests(slots)

@@ -27,7 +27,9 @@ def test_different_sizes_are_padded_black_to_the_largest():
     small, big = np.full((2, 2, 3), 9, np.uint8), np.full((4, 5, 3), 7, np.uint8)
     tiled = tile_images([small, big])
     assert tiled.shape == (8, 5, 3)
-    assert (tiled[:2, :2] == 9).all() and (tiled[2:4] == 0).all() and (tiled[:4, 2:] == 0).all()
+    assert (tiled[:2, :2] == 9).all()
+    assert (tiled[2:4] == 0).all()
+    assert (tiled[:4, 2:] == 0).all()
     assert (tiled[4:8] == 7).all()
 
 

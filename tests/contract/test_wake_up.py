@@ -61,7 +61,8 @@ def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
         first, second = wake_up.Waker(rows, 0, fd.write_fd), wake_up.Waker(rows, 1, fd.write_fd)
         sleeper = wake_up.ParentSleep(rows, fd)
         first.answered()  # nobody sleeps: nothing is written
-        assert sleeper.sleep(lambda: False, [], 0.01) == [] and (sleeper.wakes, sleeper.naps) == (0, 1)
+        assert sleeper.sleep(lambda: False, [], 0.01) == []
+        assert (sleeper.wakes, sleeper.naps) == (0, 1)
         answers = [first, second, first]  # arriving while the parent sleeps for 3 of them
         sleeper.sleep(lambda: [waker.answered() for waker in answers[:2]] and False, [], 0.0, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote

@@ -39,11 +39,14 @@ def test_every_command_gets_its_typed_reply():
     server = SliceServer(cartpoles(), first_index=3)
     assert isinstance(server.handle(Command.GET_SPACES, None).value, SpacesReply)
     reset = server.handle(Command.RESET, ResetRequest([7, 8])).value
-    assert isinstance(reset, ResetReply) and reset.arrays.obs.shape == (2, 4)
+    assert isinstance(reset, ResetReply)
+    assert reset.arrays.obs.shape == (2, 4)
     step = server.handle(Command.STEP, np.array([0, 1])).value
-    assert isinstance(step, StepReply) and step.arrays.rewards.tolist() == [1.0, 1.0]
+    assert isinstance(step, StepReply)
+    assert step.arrays.rewards.tolist() == [1.0, 1.0]
     one = server.handle(Command.RESET_ONE, ResetOneRequest(1, 8)).value
-    assert isinstance(one, ResetOneReply) and np.array_equal(one.obs, reset.arrays.obs[1])
+    assert isinstance(one, ResetOneReply)
+    assert np.array_equal(one.obs, reset.arrays.obs[1])
     assert server.handle(Command.GET_ATTR, GetAttrRequest("spec", [0])).value[0].id == "CartPole-v1"
     assert server.handle(Command.CLOSE, None).ok
 
@@ -51,9 +54,11 @@ def test_every_command_gets_its_typed_reply():
 def test_a_failure_names_the_global_env_index_and_the_method():
     server = SliceServer(cartpoles(), first_index=3)
     outcome = server.handle(Command.ENV_METHOD, EnvMethodRequest("no_such_method", (), {}, [1]))
-    assert not outcome.ok and isinstance(outcome.value, WorkerFailure)
+    assert not outcome.ok
+    assert isinstance(outcome.value, WorkerFailure)
     assert (outcome.value.env_index, outcome.value.method) == (4, "no_such_method")
-    assert "AttributeError" in outcome.value.summary and "Traceback" in outcome.value.traceback
+    assert "AttributeError" in outcome.value.summary
+    assert "Traceback" in outcome.value.traceback
 
 
 def test_unknown_command_is_an_error_listing_the_valid_ones():
@@ -71,9 +76,11 @@ def test_unknown_command_through_a_worker_process_is_answered():
         worker.send(99, None)  # type: ignore[arg-type]
         assert SubprocWorker.wait([worker], 60.0) == [worker]
         ok, failure = worker.recv()
-        assert not ok and "unknown command 99; valid:" in failure.summary
+        assert not ok
+        assert "unknown command 99; valid:" in failure.summary
         worker.send(Command.CLOSE, None)
-        assert SubprocWorker.wait([worker], 10.0) and worker.recv().ok
+        assert SubprocWorker.wait([worker], 10.0)
+        assert worker.recv().ok
     finally:
         worker.shutdown(10.0)
     assert worker.process._closed  # joined and released, nothing left running
@@ -109,7 +116,9 @@ def test_restart_policy():
     policy.admit(error, "step")
     with pytest.raises(EnvWorkerError, match=r"boom \(max_restarts=2 reached\)") as info:
         policy.admit(error, "reset")
-    assert policy.restarts == 2 and info.value.method == "reset" and info.value.__cause__ is error
+    assert policy.restarts == 2
+    assert info.value.method == "reset"
+    assert info.value.__cause__ is error
 
 
 def test_an_episode_end_in_shared_memory_needs_no_message():
@@ -135,14 +144,17 @@ def test_an_episode_end_in_shared_memory_needs_no_message():
         assert server.step_for_doorbell() is None
         ended = with_terminal(shared.buffers, 0, {})
         assert shared.buffers.dones.tolist() == [True, False]
-        assert ended["TimeLimit.truncated"] is True and not np.array_equal(ended["terminal_observation"], last)
+        assert ended["TimeLimit.truncated"] is True
+        assert not np.array_equal(ended["terminal_observation"], last)
         assert np.array_equal(ended["terminal_observation"], shared.buffers.terminal_obs[0])
         shared.actions[:] = [0, 2]
         reply = server.handle(Command.STEP, None).value  # env 1 terminates; its 2nd reset info is empty too
-        assert reply.is_empty and shared.buffers.dones.tolist() == [False, True]
+        assert reply.is_empty
+        assert shared.buffers.dones.tolist() == [False, True]
         assert with_terminal(shared.buffers, 1, {})["TimeLimit.truncated"] is False
         reply = server.handle(Command.STEP, None).value  # env 0 ends again: its 3rd reset info is not empty
-        assert dict(reply.infos) == {} and dict(reply.reset_infos) == {0: {"reset_count": 3}}
+        assert dict(reply.infos) == {}
+        assert dict(reply.reset_infos) == {0: {"reset_count": 3}}
     finally:
         server.handle(Command.CLOSE, None)
         shared.close()

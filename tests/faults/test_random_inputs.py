@@ -65,7 +65,8 @@ plans = st.lists(st.sampled_from(["good", *BAD_STEP_OUTPUTS]), max_size=3)
 def check_names_the_env(error: BaseException, env: int) -> None:
     assert f"env {env}" in str(error), error
     if isinstance(error, EnvWorkerError):
-        assert error.env_index == env and error.method == "step"
+        assert error.env_index == env
+        assert error.method == "step"
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -35,7 +35,8 @@ def test_env_exception_names_env_worker_method_and_traceback(fault, method):
         assert (err.env_index, err.worker_index, err.method) == (2, 1, method)
         assert f"FaultyEnv fails in {fault}" in err.remote_traceback
         assert "Traceback (most recent call last)" in err.remote_traceback
-        assert err.remote_traceback in str(err) and str(err).startswith(f"env 2 (worker 1) raised in {method}()")
+        assert err.remote_traceback in str(err)
+        assert str(err).startswith(f"env 2 (worker 1) raised in {method}()")
 
 
 def test_exception_in_reset_and_in_constructor():
@@ -86,7 +87,8 @@ def test_wrong_shape_observation_names_both_shapes():
         venv.reset()
         err = step_until_error(venv, SECONDS)
         assert (err.env_index, err.worker_index, err.method) == (1, 1, "step")
-        assert "has shape (2,), but the observation space" in str(err) and "expects shape (3,)" in str(err)
+        assert "has shape (2,), but the observation space" in str(err)
+        assert "expects shape (3,)" in str(err)
 
 
 def test_restart_policy_rebuilds_the_worker_and_flags_its_envs():
@@ -100,10 +102,14 @@ def test_restart_policy_rebuilds_the_worker_and_flags_its_envs():
             flagged.append([bool(info.get("env_restarted")) for info in infos])
         assert flagged[:3] == [[False] * 4] * 3
         assert flagged[3] == [False, False, True, True]
-        assert dones[2:].all() and not dones[:2].any() and (rewards[2:] == 0).all()
+        assert dones[2:].all()
+        assert not dones[:2].any()
+        assert (rewards[2:] == 0).all()
         assert "killed by signal SIGKILL" in infos[2]["error"]
-        assert venv.workers[1].process.pid != first_pid and venv.restarts == 1
-        assert obs.shape == (4, 3) and np.abs(obs[2]).max() <= 1  # a fresh first observation
+        assert venv.workers[1].process.pid != first_pid
+        assert venv.restarts == 1
+        assert obs.shape == (4, 3)
+        assert np.abs(obs[2]).max() <= 1  # a fresh first observation
         for _ in range(3):
             venv.step(np.zeros(4, np.int64))  # the restarted env fails again after 3 steps
         with pytest.raises(EnvWorkerError, match=r"max_restarts=2 reached"):
@@ -147,7 +153,8 @@ def test_parent_killed_leaves_no_worker_alive(sig, context):
         assert not any(alive(pid) for pid in workers)
         if sig == signal.SIGINT:
             out, err = parent.communicate()
-            assert out.strip() == "interrupted cleanly" and parent.returncode == 0, err
+            assert out.strip() == "interrupted cleanly", err
+            assert parent.returncode == 0, err
             assert err.count("KeyboardInterrupt") == 0
     finally:
         if parent.poll() is None:
@@ -178,7 +185,8 @@ def test_create_step_close_cycles_leak_nothing():
     time.sleep(0.2)
     after = (open_fds(), len(me.children(recursive=True)), shm_entries())
     assert set(after[0].items()) <= set(before[0].items()), f"new fds: {set(after[0].items()) - set(before[0].items())}"
-    assert after[1] == before[1] and after[2] <= before[2]
+    assert after[1] == before[1]
+    assert after[2] <= before[2]
 
 
 def open_fds():
@@ -202,7 +210,8 @@ def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
         venv.reset()
         with pytest.raises(EnvWorkerError, match=r"the info env 1 returned from step\(\) cannot be pickled") as info:
             venv.step([0, 0])
-        assert info.value.worker_index == 1 and "pickle" in str(info.value).lower()
+        assert info.value.worker_index == 1
+        assert "pickle" in str(info.value).lower()
         assert all(w.process.is_alive() for w in venv.workers)
 
 
@@ -215,7 +224,9 @@ def test_doorbell_step_failures_are_reported(fault, how):
     with venv:
         venv.reset()
         err = step_until_error(venv, SECONDS)
-        assert isinstance(err, EnvWorkerError) and err.worker_index == 0 and how in str(err)
+        assert isinstance(err, EnvWorkerError)
+        assert err.worker_index == 0
+        assert how in str(err)
 
 
 def test_doorbell_hang_times_out_and_restart_recovers():
@@ -223,7 +234,8 @@ def test_doorbell_hang_times_out_and_restart_recovers():
     assert venv.workers[0].bell is not None
     venv.reset()
     err = step_until_error(venv, SECONDS)
-    assert isinstance(err, EnvTimeoutError) and err.env_indices == [0, 1]
+    assert isinstance(err, EnvTimeoutError)
+    assert err.env_indices == [0, 1]
     venv.close()
     venv = SubprocVecEnv(fns_with("kill", at=1, after=3), in_series=2, step_in_parent=True, on_error="restart")
     with venv:
@@ -232,7 +244,9 @@ def test_doorbell_hang_times_out_and_restart_recovers():
         for _ in range(8):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             restarted.append(bool(infos[1].get("env_restarted")))
-        assert restarted[3] and sum(restarted) == 2 and venv.restarts == 2
+        assert restarted[3]
+        assert sum(restarted) == 2
+        assert venv.restarts == 2
         assert venv.workers[0].bell is not None
 
 

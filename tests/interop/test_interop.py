@@ -76,7 +76,8 @@ def test_gymnasiums_record_episode_statistics_accepts_it_and_agrees_with_vec_mon
 def test_to_gymnasium_over_our_wrappers_stacks_the_final_obs_too(closing):
     envs = closing(to_gymnasium(VecFrameStack(DummyVecEnv([cartpole] * 2), 3)))
     obs, _ = envs.reset(seed=0)
-    assert obs.shape == (2, 12) and envs.single_observation_space.shape == (12,)
+    assert obs.shape == (2, 12)
+    assert envs.single_observation_space.shape == (12,)
     while True:
         obs, _, _, _, infos = envs.step(np.ones(2, int))
         if "final_obs" in infos:
@@ -101,10 +102,12 @@ def test_to_gymnasium_errors_name_the_mistake(closing):
 def test_to_gymnasium_reset_options_reach_every_env_for_that_reset(name, closing):
     envs = closing(to_gymnasium(backend(name, [functools.partial(OptionsEnv, length=1)] * 3)))
     obs, infos = envs.reset(seed=0, options={"level": 2})
-    assert infos["options"]["level"].tolist() == [2, 2, 2] and infos["options"]["_level"].all()
+    assert infos["options"]["level"].tolist() == [2, 2, 2]
+    assert infos["options"]["_level"].all()
     np.testing.assert_array_equal(obs[1], SeededEnv().reset(seed=1)[0])
     _, _, terminations, _, infos = envs.step(np.zeros(3, int))  # every episode ends: auto-reset
-    assert terminations.all() and list(infos["options"]) == [None] * 3
+    assert terminations.all()
+    assert list(infos["options"]) == [None] * 3
     _, infos = envs.reset()
     assert list(infos["options"]) == [None] * 3
 
@@ -241,7 +244,8 @@ def test_sb3_ppo_trains_on_our_wrappers_in_worker_processes(closing, tmp_path):
 
     venv = VecNormalize(VecMonitor(SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2)))
     env = closing(to_sb3(venv))
-    assert env.get_attr("render_mode") == [None] * 4 and env.env_is_wrapped(gym.Wrapper) == [True] * 4
+    assert env.get_attr("render_mode") == [None] * 4
+    assert env.env_is_wrapped(gym.Wrapper) == [True] * 4
     model = PPO("MlpPolicy", env, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(256)
     assert len(model.ep_info_buffer) > 0  # VecMonitor's infos[i]["episode"] reach SB3's logger
@@ -280,4 +284,5 @@ def test_bench_interop_smoke_run():
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[2:]}
     assert set(rows) == {"direct", "to_gymnasium", "to_sb3", "gymnasium-sync", "from_gymnasium",
                          "gymnasium-same", "from_gym-same"}
-    assert float(rows["to_sb3"][1]) > 0 and rows["to_sb3"][3].startswith("us")
+    assert float(rows["to_sb3"][1]) > 0
+    assert rows["to_sb3"][3].startswith("us")

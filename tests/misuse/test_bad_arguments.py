@@ -51,7 +51,8 @@ def check_env_error(info: pytest.ExceptionInfo, env_index: int, method: str = "s
     """Worker backends wrap the env's error in EnvWorkerError naming the env; DummyVecEnv
     raises it as itself (its message names the env)."""
     if isinstance(info.value, EnvWorkerError):
-        assert info.value.env_index == env_index and info.value.method == method
+        assert info.value.env_index == env_index
+        assert info.value.method == method
     else:
         assert isinstance(info.value, (TypeError, ValueError))
 
@@ -64,7 +65,8 @@ def test_every_bad_step_output_names_env_method_value_and_expectation(venv):
             venv.step(np.zeros(N, np.int64))
         check_env_error(info, 2)
     obs, rewards, _, _ = venv.step(np.zeros(N, np.int64))  # the plan is used up: all good again
-    assert obs.dtype == np.uint8 and rewards.tolist() == [1.0] * N
+    assert obs.dtype == np.uint8
+    assert rewards.tolist() == [1.0] * N
     venv.set_attr("plan", ())
 
 
@@ -86,8 +88,10 @@ def test_values_that_fit_the_dtype_are_stored_exactly():
     with DummyVecEnv([Fits] * 2) as venv:
         venv.reset()
         obs, rewards, dones, infos = venv.step([0, 1])
-        assert obs.dtype == np.uint8 and infos[0]["terminal_observation"].tolist() == [255, 0]
-        assert rewards.tolist() == [2.5, 2.5] and dones.tolist() == [True, True]
+        assert obs.dtype == np.uint8
+        assert infos[0]["terminal_observation"].tolist() == [255, 0]
+        assert rewards.tolist() == [2.5, 2.5]
+        assert dones.tolist() == [True, True]
 
 
 # ------------------------------------------------------------------ actions

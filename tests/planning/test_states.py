@@ -149,7 +149,10 @@ def test_step_batch_from_one_state_equals_independent_copies(make, closing):
     root = venv.get_states([0])[0]
     actions, dts = np.array([0, 1, 0, 1]), [1, 2, 3, 4]
     states, obs, rewards, terminated, truncated, infos = venv.step_batch(actions, states=[root] * N, dt=dts)
-    assert obs.shape == (N, 4) and rewards.dtype == np.float32 and len(states) == N and len(infos) == N
+    assert obs.shape == (N, 4)
+    assert rewards.dtype == np.float32
+    assert len(states) == N
+    assert len(infos) == N
     for i in range(N):
         env = cartpole()
         env.reset(seed=5)
@@ -266,7 +269,8 @@ def test_plan_atari_script_runs():
          "--horizon", "2", "--backend", "dummy"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    assert "planner" in done.stdout and "random" in done.stdout
+    assert "planner" in done.stdout
+    assert "random" in done.stdout
 
 
 def test_plan_atari_without_ale_py_is_one_line_naming_the_extra(tmp_path):

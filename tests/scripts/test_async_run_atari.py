@@ -30,7 +30,8 @@ def test_batch_size_runs_recv_send_and_counts_scores_per_env(tmp_path):
     assert match, proc.stdout
     steps = int(match.group(1))
     batches = proc.stdout.count("batch 2")
-    assert 1200 <= steps <= 1201 and batches == (steps + 3) // 2  # reset rows are not steps
+    assert 1200 <= steps <= 1201
+    assert batches == (steps + 3) // 2  # reset rows are not steps
     episodes = 0
     for path in glob.glob(str(monitors / "*.monitor.csv")):
         with open(path) as f:

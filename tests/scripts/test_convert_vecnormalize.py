@@ -47,7 +47,8 @@ def test_from_sb3_matches_sb3s_normalized_observations(tmp_path):
     theirs.save(str(tmp_path / "sb3.pkl"))
     done = subprocess.run([sys.executable, SCRIPT, "from-sb3", str(tmp_path / "sb3.pkl"), str(tmp_path / "ours.npz"),
                            "--env-id", ENV_ID], capture_output=True, text=True, timeout=120, check=True)
-    assert "unpickles it" in done.stderr and "only" in done.stderr
+    assert "unpickles it" in done.stderr
+    assert "only" in done.stderr
     ours = VecNormalize.load(tmp_path / "ours.npz", DummyVecEnv([lambda: gym.make(ENV_ID)]))
     assert (ours.gamma, ours.clip_obs) == (0.95, 5.0)
     obs = probe_batch()
@@ -67,7 +68,8 @@ def test_to_sb3_gives_sb3_our_statistics(tmp_path):
     ours.save(tmp_path / "ours.npz")
     load_script().npz_to_sb3(str(tmp_path / "ours.npz"), str(tmp_path / "sb3.pkl"), ENV_ID)
     theirs = SB3VecNormalize.load(str(tmp_path / "sb3.pkl"), SB3DummyVecEnv([lambda: gym.make(ENV_ID)]))
-    assert theirs.clip_reward == 3.0 and theirs.training
+    assert theirs.clip_reward == 3.0
+    assert theirs.training
     obs = probe_batch()
     np.testing.assert_allclose(theirs.normalize_obs(obs), ours.normalize_obs(obs), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(theirs.ret_rms.var, ours.ret_rms.var)

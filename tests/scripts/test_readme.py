@@ -85,7 +85,8 @@ def test_ci_runs_the_readme_test_command():
 def test_the_readme_commands_use_distinct_venvs():
     text = README.read_text(encoding="utf-8")
     venvs = re.findall(r"python3 -m venv (\S+) && \. (\S+)/bin/activate", text)
-    assert len(venvs) == 2 and all(made == used for made, used in venvs), venvs
+    assert len(venvs) == 2, venvs
+    assert all(made == used for made, used in venvs), venvs
     assert len({made for made, _ in venvs}) == 2
 
 
@@ -94,4 +95,5 @@ def test_the_contract_the_readme_links_ships_in_the_package():
 
     assert "](vec_envs/API.md)" in README.read_text(encoding="utf-8")
     assert "## Interop (`vec_envs.interop`)" in (files("vec_envs") / "API.md").read_text(encoding="utf-8")
-    assert (files("vec_envs") / "py.typed").is_file() and (files("wrappers") / "py.typed").is_file()
+    assert (files("vec_envs") / "py.typed").is_file()
+    assert (files("wrappers") / "py.typed").is_file()

@@ -75,7 +75,8 @@ def test_summary_scores_are_the_real_game_scores(tmp_path):
                       "--seed", "3", "--monitor-dir", str(tmp_path))  # aliens are worth 5..30 points
     assert proc.returncode == 0, proc.stderr
     match = SUMMARY.search(proc.stdout)
-    assert match and match.group(3) is not None, proc.stdout
+    assert match, proc.stdout
+    assert match.group(3) is not None, proc.stdout
     scores = []
     for path in sorted(glob.glob(str(tmp_path / "*.monitor.csv"))):
         with open(path) as f:
@@ -156,7 +157,8 @@ def test_render_shows_one_game_tile_per_env_in_one_window():
     (x, y) = tiles[0]
     assert tiles == sorted([(x, y), (x + BREAKOUT_W, y), (x, y + BREAKOUT_H)])  # 2 x 2 grid, row by row
     empty_cell = screen[y + BREAKOUT_H:y + 2 * BREAKOUT_H, x + BREAKOUT_W:x + 2 * BREAKOUT_W]
-    assert empty_cell.shape == (BREAKOUT_H, BREAKOUT_W, 3) and not empty_cell.any()  # no 4th env
+    assert empty_cell.shape == (BREAKOUT_H, BREAKOUT_W, 3)
+    assert not empty_cell.any()  # no 4th env
 
 
 # ------------------------------------------------------------------ bad arguments
@@ -186,7 +188,8 @@ def test_bad_argument_is_one_clear_line_and_exit_2(args, message):
     assert proc.returncode == 2
     lines = error_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("run_atari.py: error: ") and message in lines[0], lines[0]
+    assert lines[0].startswith("run_atari.py: error: "), lines[0]
+    assert message in lines[0], lines[0]
     assert not any(line.startswith(ALE_BANNER) for line in proc.stderr.splitlines())  # no env was built
     assert proc.stdout == ""
 
@@ -197,7 +200,8 @@ def test_unwritable_video_dir_when_not_root(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     proc = run_script("--video", str(locked))
-    assert proc.returncode == 2 and "is not a writable directory" in proc.stderr
+    assert proc.returncode == 2
+    assert "is not a writable directory" in proc.stderr
 
 
 def test_render_without_display_is_one_clear_line():
@@ -217,7 +221,8 @@ def test_ray_backend_without_ray_is_one_clear_line(tmp_path):
     proc = run_script("--backend", "ray", env=env)
     assert proc.returncode == 2
     lines = error_lines(proc.stderr)
-    assert len(lines) == 1 and lines[0].startswith("run_atari.py: error: --backend ray: "), proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("run_atari.py: error: --backend ray: "), proc.stderr
     if hasattr(vec_envs, "RayVecEnv"):
         assert 'pip install -e ".[ray]"' in lines[0]  # the API.md contract of RayVecEnv
     else:
@@ -238,7 +243,8 @@ def test_policy_hook_drives_the_envs(tmp_path):
     proc = run_script("--backend", "dummy", "--num-envs", "2", "--steps", "40", "--policy", "my_agent:act",
                       cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert "policy called 10 times" in proc.stdout and SUMMARY.search(proc.stdout)
+    assert "policy called 10 times" in proc.stdout
+    assert SUMMARY.search(proc.stdout)
 
 
 # ------------------------------------------------------------------ Ctrl-C

@@ -27,7 +27,8 @@ def test_a_tiny_run_trains_evaluates_and_saves_model_and_statistics(tmp_path):
                "--n-epochs", "1", "--eval-episodes", "3", "--output", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
     assert "step/s" in done.stderr or "step]" in done.stderr  # the progress bar
-    assert done.stdout.startswith("eval: mean return ") and "over 3 episodes" in done.stdout
+    assert done.stdout.startswith("eval: mean return ")
+    assert "over 3 episodes" in done.stdout
     model = PPO.load(tmp_path / "run" / "model.zip", device="cpu")
     import gymnasium as gym
 

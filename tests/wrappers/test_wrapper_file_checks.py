@@ -96,7 +96,8 @@ def test_a_clip_whose_first_frame_failed_is_not_listed(tmp_path):
     with pytest.raises(RuntimeError, match="no frames today"):
         recorder.reset()
     recorder.close()
-    assert recorder.video_paths == [] and os.listdir(tmp_path) == []
+    assert recorder.video_paths == []
+    assert os.listdir(tmp_path) == []
 
 
 def test_every_listed_clip_exists(tmp_path):

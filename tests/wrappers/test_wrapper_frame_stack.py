@@ -58,7 +58,8 @@ def framed(make, n_envs, **frame_kwargs):
 @pytest.mark.parametrize("make", BACKENDS)
 def test_rgb_channels_last_with_resets_and_terminal_stacks(make, closing):
     venv = closing(VecFrameStack(framed(make, 3), n_stack=3))
-    assert venv.observation_space.shape == (4, 5, 9) and venv.observation_space.dtype == np.uint8
+    assert venv.observation_space.shape == (4, 5, 9)
+    assert venv.observation_space.dtype == np.uint8
     obs = run_and_compare(venv, 3, 3, axis=2, steps=9)
     assert obs.shape == (3, 4, 5, 9)
 

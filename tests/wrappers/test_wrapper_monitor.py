@@ -46,15 +46,18 @@ def test_episode_records_equal_the_envs_returns_and_lengths(make, closing, tmp_p
             assert ("episode" in infos[i]) == dones[i]
             if dones[i]:
                 episode = infos[i]["episode"]
-                assert set(episode) == {"r", "l", "t"} and episode["t"] >= 0
+                assert set(episode) == {"r", "l", "t"}
+                assert episode["t"] >= 0
                 # SeededEnv: reward of step t is action + t, episodes last 2 + i steps
                 assert episode["l"] == lengths[i] == 2 + i
                 assert episode["r"] == pytest.approx(returns[i])
                 records.append((episode["r"], episode["l"], episode["t"]))
                 returns[i], lengths[i] = 0, 0
-    assert len(records) == 6 + 4 + 3 and venv.episode_count == 13
+    assert len(records) == 6 + 4 + 3
+    assert venv.episode_count == 13
     header, rows = read_monitor_csv(tmp_path / "monitor.csv")
-    assert set(header) == {"t_start", "env_id"} and header["t_start"] == pytest.approx(venv.t_start)
+    assert set(header) == {"t_start", "env_id"}
+    assert header["t_start"] == pytest.approx(venv.t_start)
     assert [(float(r["r"]), int(r["l"]), float(r["t"])) for r in rows] == records
     assert list(rows[0]) == ["r", "l", "t"]
 
@@ -68,7 +71,8 @@ def test_info_keywords_and_env_id(closing, tmp_path):
     assert dones.tolist() == [True, True]
     assert infos[0]["episode"] == {"r": 6.0, "l": 3, "t": infos[0]["episode"]["t"], "step": 3}
     header, rows = read_monitor_csv(tmp_path / "run.monitor.csv")
-    assert header["env_id"] == "None" and [r["step"] for r in rows] == ["3", "3"]
+    assert header["env_id"] == "None"
+    assert [r["step"] for r in rows] == ["3", "3"]
     with VecMonitor(DummyVecEnv([lambda: gym.make("CartPole-v1")]), tmp_path / "cartpole.monitor.csv"):
         pass
     assert read_monitor_csv(tmp_path / "cartpole.monitor.csv")[0]["env_id"] == "CartPole-v1"
@@ -82,7 +86,8 @@ def test_reset_restarts_the_counts(closing):
     venv.reset()
     for _ in range(3):
         _, _, dones, infos = venv.step([0])
-    assert infos[0]["episode"]["l"] == 3 and infos[0]["episode"]["r"] == 6.0
+    assert infos[0]["episode"]["l"] == 3
+    assert infos[0]["episode"]["r"] == 6.0
     venv.step([0])
     venv.reset_single_env(0)
     for _ in range(3):
@@ -93,7 +98,8 @@ def test_reset_restarts_the_counts(closing):
 def test_close_closes_the_file_and_the_venv(tmp_path):
     venv = VecMonitor(DummyVecEnv(seeded_fns()), tmp_path)
     venv.close()
-    assert venv.results_writer.file.closed and venv.venv.closed
+    assert venv.results_writer.file.closed
+    assert venv.venv.closed
     venv.close()  # idempotent
 
 

@@ -69,7 +69,8 @@ def test_running_mean_std_merges_batches_exactly(dtype):
     everything = np.concatenate(batches)
     np.testing.assert_allclose(rms.mean, everything.mean(axis=0, dtype=np.float64), rtol=1e-12)
     np.testing.assert_allclose(rms.var, everything.var(axis=0, dtype=np.float64), rtol=1e-12, atol=1e-12)
-    assert rms.count == len(everything) and rms.mean.dtype == rms.var.dtype == np.float64
+    assert rms.count == len(everything)
+    assert rms.mean.dtype == rms.var.dtype == np.float64
 
 
 def test_running_mean_std_rejects_a_wrong_shape():
@@ -96,7 +97,8 @@ def test_the_c_kernel_is_built_and_gives_the_numpy_paths_bits(shape, monkeypatch
         np.testing.assert_array_equal(out_fast, out_slow)
         np.testing.assert_array_equal(fast.mean, slow.mean)
         np.testing.assert_array_equal(fast.var, slow.var)
-        assert fast.count == slow.count and out_fast.dtype == np.float32
+        assert fast.count == slow.count
+        assert out_fast.dtype == np.float32
     assert np.all(fast.var[0] == 0.0)
 
 
@@ -123,7 +125,8 @@ def test_assigned_statistics_of_any_layout_are_taken_over():
     rms.update(batch)
     np.testing.assert_allclose(rms.mean, 4.0)
     np.testing.assert_allclose(rms.var, (4 * 1.0 + 4 * 0.0 + 4 * 4 / 8 * 16) / 8)
-    assert rms.mean.dtype == rms.var.dtype == np.float64 and rms.count == 8.0
+    assert rms.mean.dtype == rms.var.dtype == np.float64
+    assert rms.count == 8.0
 
 
 class NoisyFrameEnv(gym.Env):
@@ -191,7 +194,8 @@ def test_statistics_and_reward_scaling_equal_numpy_references(make, closing):
         np.testing.assert_allclose(venv.obs_rms.var, var, rtol=1e-6)
         assert venv.obs_rms.count == (step + 1) * N
         np.testing.assert_array_equal(venv.get_original_obs(), raw)
-        assert obs.dtype == np.float32 and obs.shape == (N, 2, 3)
+        assert obs.dtype == np.float32
+        assert obs.shape == (N, 2, 3)
         np.testing.assert_allclose(obs, normalized(raw, mean, var), rtol=1e-5, atol=1e-5)
         if step == 0:
             continue
@@ -204,14 +208,16 @@ def test_statistics_and_reward_scaling_equal_numpy_references(make, closing):
             np.testing.assert_allclose(out[3][i]["terminal_observation"],
                                        normalized(ref[3][i]["terminal_observation"], mean, var),
                                        rtol=1e-5, atol=1e-5)
-    assert step == 16 and ends == 7  # the script's episode ends
+    assert step == 16
+    assert ends == 7  # the script's episode ends
     assert np.all(np.sign(out[1]) == np.sign(ref[1]))  # no mean subtracted
 
 
 def test_dict_observations_normalize_the_chosen_keys_only(closing):
     venv = closing(VecNormalize(DummyVecEnv([DictFrameEnv] * 2), norm_obs_keys=["vec"], norm_reward=False))
     obs = venv.reset()
-    assert obs["image"].dtype == np.uint8 and obs["vec"].dtype == np.float32
+    assert obs["image"].dtype == np.uint8
+    assert obs["vec"].dtype == np.float32
     vecs = [venv.get_original_obs()["vec"]]
     for _ in range(4):  # DictFrameEnv episodes last 4 steps
         obs, _, dones, infos = venv.step([0, 0])
@@ -219,9 +225,12 @@ def test_dict_observations_normalize_the_chosen_keys_only(closing):
     everything = np.concatenate(vecs)
     np.testing.assert_allclose(venv.obs_rms["vec"].mean, everything.mean(axis=0, dtype=np.float64), rtol=1e-6)
     np.testing.assert_array_equal(obs["image"], venv.get_original_obs()["image"])
-    assert set(venv.obs_rms) == {"vec"} and venv.observation_space["vec"].dtype == np.float32
+    assert set(venv.obs_rms) == {"vec"}
+    assert venv.observation_space["vec"].dtype == np.float32
     terminal = infos[0]["terminal_observation"]
-    assert dones[0] and terminal["image"].dtype == np.uint8 and terminal["vec"].dtype == np.float32
+    assert dones[0]
+    assert terminal["image"].dtype == np.uint8
+    assert terminal["vec"].dtype == np.float32
 
 
 def test_unsupported_spaces_and_keys_are_clear_errors():
@@ -281,7 +290,8 @@ def test_save_load_round_trip_gives_identical_outputs(closing, tmp_path):
     path = tmp_path / "stats.npz"
     original.save(path)
     loaded = closing(VecNormalize.load(path, DummyVecEnv(scripted_fns())))
-    assert loaded.settings() == original.settings() and loaded.training
+    assert loaded.settings() == original.settings()
+    assert loaded.training
     for a, b in [(loaded.obs_rms, original.obs_rms), (loaded.ret_rms, original.ret_rms)]:
         np.testing.assert_array_equal(a.mean, b.mean)
         np.testing.assert_array_equal(a.var, b.var)
@@ -306,7 +316,8 @@ def test_the_file_holds_no_pickle_and_no_temp_file_is_left(tmp_path):
     assert all(a.dtype != object for a in arrays.values())
     metadata = json.loads(str(arrays["metadata"]))
     assert metadata["format_version"] == vec_normalize.FORMAT_VERSION
-    assert metadata["settings"]["gamma"] == 0.95 and metadata["observation_space"]["shape"] == [2, 3]
+    assert metadata["settings"]["gamma"] == 0.95
+    assert metadata["observation_space"]["shape"] == [2, 3]
     np.testing.assert_array_equal(arrays["obs_rms.0.mean"], venv.obs_rms.mean)
 
 
@@ -322,7 +333,8 @@ def test_a_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(vec_normalize.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         venv.save(path)
-    assert path.read_bytes() == before and os.listdir(tmp_path) == ["stats.npz"]
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["stats.npz"]
 
 
 def test_truncated_and_corrupt_files_are_clear_errors(tmp_path):

@@ -16,7 +16,8 @@ N = 2
 
 
 def assert_chw_frame(obs, t):
-    assert obs.shape == (3, 4, 5) and obs.flags.c_contiguous
+    assert obs.shape == (3, 4, 5)
+    assert obs.flags.c_contiguous
     for c in range(3):
         assert np.all(obs[c] == frame_value(t, c))
 
@@ -25,9 +26,11 @@ def assert_chw_frame(obs, t):
 def test_extract_then_transpose_on_every_backend(make, closing):
     fns = [functools.partial(DictFrameEnv, length=2 + i) for i in range(N)]
     venv = closing(VecTransposeImage(VecExtractDictObs(make(fns), "image")))
-    assert venv.observation_space.shape == (3, 4, 5) and venv.observation_space.dtype == np.uint8
+    assert venv.observation_space.shape == (3, 4, 5)
+    assert venv.observation_space.dtype == np.uint8
     obs = venv.reset()
-    assert obs.shape == (N, 3, 4, 5) and obs.flags.c_contiguous
+    assert obs.shape == (N, 3, 4, 5)
+    assert obs.flags.c_contiguous
     assert_chw_frame(obs[1], 0)
     venv.step([0, 0])
     obs, _, dones, infos = venv.step([0, 0])
@@ -51,7 +54,8 @@ def test_transpose_image_hwc_to_chw(closing):
 
 def test_transpose_image_per_dict_key(closing):
     venv = closing(VecTransposeImage(DummyVecEnv([functools.partial(DictFrameEnv, length=1)])))
-    assert venv.observation_space["image"].shape == (3, 4, 5) and venv.observation_space["vec"].shape == (2,)
+    assert venv.observation_space["image"].shape == (3, 4, 5)
+    assert venv.observation_space["vec"].shape == (2,)
     obs, _, _, infos = venv.step([0])
     assert_chw_frame(obs["image"][0], 0)
     assert_chw_frame(infos[0]["terminal_observation"]["image"], 1)

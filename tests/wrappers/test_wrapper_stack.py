@@ -19,12 +19,16 @@ def test_normalize_over_frame_stack_over_monitor(make, tmp_path):
     base = make([functools.partial(FrameEnv, length=3 + i, shape=(6, 6, 1)) for i in range(N)])
     venv = VecCheckNan(VecTransposeImage(VecNormalize(VecFrameStack(VecMonitor(base, tmp_path), 4),
                                                       norm_obs=False)))
-    assert venv.num_envs == N and venv.unwrapped is base
-    assert venv.observation_space.shape == (4, 6, 6) and venv.n_stack == 4 and venv.gamma == 0.99
+    assert venv.num_envs == N
+    assert venv.unwrapped is base
+    assert venv.observation_space.shape == (4, 6, 6)
+    assert venv.n_stack == 4
+    assert venv.gamma == 0.99
     assert venv.get_attr("length") == [3, 4]
     assert venv.render(mode="rgb_array").shape == (20, 14, 3)
     obs = venv.reset()
-    assert obs.shape == (N, 4, 6, 6) and obs.dtype == np.uint8
+    assert obs.shape == (N, 4, 6, 6)
+    assert obs.dtype == np.uint8
     for _ in range(3):
         obs, rewards, dones, infos = venv.step(np.zeros(N, np.int64))
     assert dones.tolist() == [True, False]
@@ -41,7 +45,8 @@ def test_normalize_over_frame_stack_over_monitor(make, tmp_path):
     venv.step_wait()
     venv.close()
     venv.close()
-    assert base.closed and venv.closed
+    assert base.closed
+    assert venv.closed
     assert venv.results_writer.file.closed  # found through the layers
     with pytest.raises(ClosedEnvironmentError):
         venv.reset()

@@ -38,7 +38,8 @@ def test_two_clips_and_a_clip_cut_by_close(make, tmp_path):
         recorder.step([0, 0, 0])
     assert recorder.recording
     recorder.close()
-    assert not recorder.recording and venv.closed
+    assert not recorder.recording
+    assert venv.closed
     names = ["clip-step-0-to-step-3.mp4", "clip-step-7-to-step-10.mp4", "clip-step-11-to-step-14.mp4"]
     assert sorted(os.listdir(folder)) == sorted(names)
     assert recorder.video_paths == [str(folder / name) for name in names]
@@ -60,7 +61,8 @@ def test_the_trigger_is_asked_once_per_step_and_odd_sizes_are_padded(tmp_path):
             recorder.step([0])
     assert asked == [0, 1, 3, 4]
     frames = read_video(tmp_path / "rl-video-step-1-to-step-3.mp4")
-    assert len(frames) == 2 and frames[0].shape == (42, 60, 3)
+    assert len(frames) == 2
+    assert frames[0].shape == (42, 60, 3)
 
 
 def test_an_unwritable_folder_is_a_clear_error(tmp_path):
