@@ -54,11 +54,13 @@ def async_traces(venv, steps, n_actions, seed=SEED):
     traces = [[] for _ in range(venv.num_envs)]
     while min(len(trace) for trace in traces) <= steps:
         obs, rewards, dones, infos, env_ids = venv.recv()
-        assert env_ids.dtype == np.int64 and len(env_ids) == venv.batch_size == len(rewards) == len(infos)
+        assert env_ids.dtype == np.int64
+        assert len(env_ids) == venv.batch_size == len(rewards) == len(infos)
         assert len(set(env_ids.tolist())) == len(env_ids)
         for j, i in enumerate(env_ids):
             if not traces[i]:
-                assert rewards[j] == 0.0 and not dones[j]
+                assert rewards[j] == 0.0
+                assert not dones[j]
             traces[i].append(_record(obs, j, rewards[j], dones[j], infos[j]))
         venv.send(_actions([(i, len(traces[i]) - 1) for i in env_ids], n_actions), env_ids)
     return [trace[:steps + 1] for trace in traces]

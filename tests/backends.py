@@ -35,5 +35,6 @@ BACKENDS = [
     pytest.param(functools.partial(subproc, in_series="auto", shared_memory=False), id="subproc-pipes"),
     pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc-fork"),
     pytest.param(functools.partial(subproc, in_series=2, context="spawn"), id="subproc-spawn"),
-    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),  # more: test_ray_vec_env.py
+    # more Ray variants: contract/test_ray_vec_env.py
+    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
 ]

@@ -69,7 +69,8 @@ def check_hang_times_out_and_close_works(venv, seconds, all_gone):
     """A reset venv whose env 2 hangs (workers of two envs, timeout 1 s): the timeout names
     envs 2 and 3, a second wait is allowed, close() is prompt and ``all_gone()`` after."""
     err = step_until_error(venv, seconds)
-    assert isinstance(err, EnvTimeoutError) and err.env_indices == [2, 3]
+    assert isinstance(err, EnvTimeoutError)
+    assert err.env_indices == [2, 3]
     assert "envs [2, 3] (workers [1]) did not answer within 1.0 s" in str(err)
     with pytest.raises(EnvTimeoutError):
         venv.step_wait(timeout=0.2)  # still pending: a second wait is allowed

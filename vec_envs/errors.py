@@ -1,4 +1,19 @@
-"""The error classes every backend and wrapper raises."""
+"""The error classes every backend and wrapper raises.
+
+Each is a ``VecEnvError``, and also the builtin error it refines where one fits
+(``EnvTimeoutError`` is a ``TimeoutError``), so a caller catches either.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from vec_envs import DummyVecEnv
+    >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    >>> venv.close()
+    >>> try:
+    ...     venv.reset()
+    ... except ClosedEnvironmentError as exc:
+    ...     print(exc)
+    DummyVecEnv.reset() called after close(); make a new DummyVecEnv instead
+"""
 from __future__ import annotations
 
 __all__ = [

@@ -44,7 +44,7 @@ def _build_env(env_id_or_fn: str | Callable[..., Any], env_kwargs: dict, monitor
     else:
         env = env_id_or_fn(**env_kwargs)
     if monitor_file is not None:
-        from wrappers.atari import EpisodeMonitor
+        from vec_envs.monitoring.episode_monitor import EpisodeMonitor
 
         env = EpisodeMonitor(env, monitor_file)
     return wrapper_class(env, **wrapper_kwargs) if wrapper_class is not None else env

@@ -1,22 +1,23 @@
 """VecEnvBase: the abstract batch of environments every backend and wrapper is."""
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.arguments import check_int, check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
+from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
+from vec_envs.backend_hooks import BackendHooks
 from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
 from vec_envs.failure_state import FailureState
+from vec_envs.planning.batch_planning import check_one_state, check_states, run_step_batch
 from vec_envs.rendering.frames import gather_frames
 from vec_envs.rendering.tile_images import tile_images
-from vec_envs.spaces.checks import check_actions
-from vec_envs.types import EnvState, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.spaces.checks import check_actions, check_env_actions
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 
 __all__ = ["VecEnvBase"]
 
@@ -27,18 +28,17 @@ PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its 
            "call {pending}_wait() first")
 NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
 RENDER_MODES = ("human", "rgb_array")
-NO_ASYNC = ("{cls}.{method}(): {cls} has no asynchronous batches (recv/send); use step(), or a "
-            "backend that has them")
-NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
-             "whose observations skip this wrapper's processing")
 
 
-class VecEnvBase(ABC):
+class VecEnvBase(BackendHooks):
     """``num_envs`` copies of one environment, stepped as a batch (baselines-style API).
 
-    The base owns the control flow; a backend fills in the hooks ``_reset``,
-    ``_step_async``, ``_step_wait``, ``_reset_single_env`` and the env-access methods,
-    and for asynchronous batches ``_async_reset``, ``_recv`` and ``_send``.
+    The base owns the control flow; a backend fills in the hooks of ``BackendHooks``
+    (``vec_envs.backend_hooks``): ``_reset``, ``_step_async``, ``_step_wait``,
+    ``_reset_single_env`` and the env-access methods, for asynchronous batches
+    ``_async_reset``, ``_recv`` and ``_send``, for planning ``_get_states``,
+    ``_set_states`` and ``_step_batch`` (the checks and packing of the planning calls
+    live in ``vec_envs.planning.batch_planning``).
     ``step`` is ``step_async`` + ``step_wait``; ``close`` is idempotent and calls
     ``close_extras``; ``render`` tiles ``get_images()``.
 
@@ -83,73 +83,6 @@ class VecEnvBase(ABC):
         self._options: list[dict[str, Any]] | None = None  # from set_options(), for the next reset
         self._viewer: Any = None
         self._failure = FailureState(type(self).__name__)  # an env failed mid-batch: refuse until reset
-
-    # ----------------------------------------------------------------- hooks
-    @abstractmethod
-    def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
-        """Reset every env (env i with ``seeds[i]`` and ``options[i]`` when given); the batch."""
-
-    @abstractmethod
-    def _step_async(self, actions: Any) -> None:
-        """Start stepping with validated actions."""
-
-    @abstractmethod
-    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        """Finish the step started by ``_step_async``."""
-
-    @abstractmethod
-    def _reset_single_env(self, index: int, seed: int | None) -> Any:
-        """Reset env ``index`` alone and return its observation."""
-
-    @abstractmethod
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """``attr_name`` of each sub-env named by ``indices``, in index order."""
-
-    @abstractmethod
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set ``attr_name`` to ``value`` on each sub-env named by ``indices``."""
-
-    @abstractmethod
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        """Call ``method_name(*args, **kwargs)`` on each sub-env named by ``indices``."""
-
-    @abstractmethod
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        """Whether each sub-env named by ``indices`` has ``wrapper_class`` in its chain."""
-
-    @abstractmethod
-    def get_images(self) -> list[np.ndarray]:
-        """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
-
-    def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
-        """Start resetting every env (env i with ``seeds[i]`` and ``options[i]`` when given)."""
-        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="async_reset"))
-
-    def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        """The first ``count`` envs whose reset or step finished: ``(obs, rewards, dones,
-        infos, env_ids)``, rows in ``env_ids`` order; EnvTimeoutError after ``timeout``."""
-        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="recv"))
-
-    def _send(self, actions: Any, env_ids: np.ndarray) -> None:
-        """Start stepping env ``env_ids[j]`` with ``actions[j]`` (validated, one per env)."""
-        raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="send"))
-
-    def _get_states(self, indices: list[int]) -> list[Any]:
-        """Snapshots of the envs ``indices`` (backends that keep envs implement it)."""
-        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="get_states"))
-
-    def _set_states(self, states: list[Any], indices: list[int]) -> None:
-        """Restore ``states[j]`` into env ``indices[j]``."""
-        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="set_states"))
-
-    def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
-                    return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
-        """``(obs, [(state or None, reward, terminated, truncated, info) per env])``."""
-        raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="step_batch"))
-
-    def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
-        """Release what the backend holds (workers, shared memory); called once by close()."""
 
     # ---------------------------------------------------------- control flow
     def reset(self) -> VecEnvObs:
@@ -271,7 +204,7 @@ class VecEnvBase(ABC):
         ``recv`` and not sent to since (anything else raises ValueError naming them)."""
         self._check_no_lockstep_call("send")
         ids = self._async.check_send(env_ids)
-        actions = self._check_actions(actions, "send", ids)
+        actions = check_env_actions(self.action_space, actions, ids, "send")
         self._send(actions, ids)
         self._async.sent(ids)
 
@@ -342,14 +275,11 @@ class VecEnvBase(ABC):
         """Restore ``states[j]`` into the j-th env named by ``indices`` (None = all)."""
         self._check_idle("set_states")
         indices = self._indices(indices, "set_states")
-        self._set_states(_check_states(states, len(indices), "set_states", "one per index"), indices)
+        self._set_states(check_states(states, len(indices), "set_states", "one per index"), indices)
 
     def sync_states(self, state: Any) -> None:
         """Restore the one ``state`` into every env."""
-        if isinstance(state, (list, tuple)):
-            raise TypeError(f"sync_states(): expected one state, received a {type(state).__name__} of "
-                            f"{len(state)}; use set_states(states) for one state per env")
-        self.set_states([state] * self.num_envs)
+        self.set_states([check_one_state(state)] * self.num_envs)
 
     def step_batch(self, actions: Any, states: Sequence[Any] | None = None, dt: int | Sequence[int] = 1,
                    return_states: bool | None = None) -> tuple:
@@ -377,13 +307,8 @@ class VecEnvBase(ABC):
             >>> venv.close()
         """
         self._check_idle("step_batch")
-        actions = self._check_actions(actions, "step_batch")
-        if states is not None:
-            states = _check_states(states, self.num_envs, "step_batch", "one per env")
-        dts = _check_dts(dt, self.num_envs)
-        want_states = states is not None if return_states is None else bool(return_states)
-        obs, results = self._step_batch(actions, states, dts, want_states)
-        return _pack_step_batch(obs, results, want_states)
+        actions = check_actions(self.action_space, actions, self.num_envs, "step_batch")
+        return run_step_batch(self._step_batch, actions, states, dt, return_states, self.num_envs)
 
     def render(self, mode: str = "human") -> np.ndarray | None:
         """``rgb_array``: the tiled frames of all envs; ``human``: show them in one window."""
@@ -452,51 +377,6 @@ class VecEnvBase(ABC):
 
     def _indices(self, indices: VecEnvIndices, method: str) -> list[int]:
         return resolve_indices(indices, self.num_envs, method)
-
-    def _check_actions(self, actions: Any, method: str = "step_async", env_ids: np.ndarray | None = None) -> Any:
-        """One action per env (per env of ``env_ids`` when given), checked against the action space."""
-        if env_ids is None:
-            return check_actions(self.action_space, actions, self.num_envs, method)
-        try:
-            return check_actions(self.action_space, actions, len(env_ids), method)
-        except ValueError:  # checked again for the message, which names env_ids
-            pass
-        return check_actions(self.action_space, actions, len(env_ids), method,
-                             per=f"one per env of env_ids {env_ids.tolist()}")
-
-
-def _check_states(states: Any, expected: int, method: str, per: str) -> list[Any]:
-    if isinstance(states, EnvState):
-        hint = ", or sync_states(state) to set one state on every env" if method == "set_states" else ""
-        raise TypeError(f"{method}(): received one state; pass a list of {expected} states ({per}){hint}")
-    try:
-        states = list(states)
-    except TypeError:
-        raise TypeError(f"{method}(): expected a sequence of {expected} states ({per}), "
-                        f"received {type(states).__name__}") from None
-    if len(states) != expected:
-        raise ValueError(f"{method}(): expected {expected} states ({per}), received {len(states)}")
-    return states
-
-
-def _check_dts(dt: Any, num_envs: int) -> list[int]:
-    try:
-        dts = [dt] * num_envs if isinstance(dt, (int, np.integer)) else list(dt)
-    except TypeError:
-        raise ValueError(f"step_batch(): dt must be an int or {num_envs} ints (one per env), "
-                         f"received {dt!r}") from None
-    if len(dts) != num_envs:
-        raise ValueError(f"step_batch(): expected dt as an int or {num_envs} ints (one per env), "
-                         f"received {len(dts)}")
-    return [check_int(f"step_batch(): dt for env {i}", value) for i, value in enumerate(dts)]
-
-
-def _pack_step_batch(obs: VecEnvObs, results: list[tuple], with_states: bool) -> tuple:
-    """Per-env ``(state, reward, terminated, truncated, info)`` into the batched return."""
-    states, rewards, terminateds, truncateds, infos = (list(column) for column in zip(*results))
-    out = (obs, np.asarray(rewards, np.float32), np.asarray(terminateds, np.bool_),
-           np.asarray(truncateds, np.bool_), infos)
-    return (states, *out) if with_states else out
 
 
 guard_methods(VecEnvBase)

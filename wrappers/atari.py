@@ -20,7 +20,6 @@ import importlib
 import inspect
 import multiprocessing
 import os
-import time
 from collections.abc import Callable
 from typing import Any, SupportsFloat
 
@@ -29,8 +28,8 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.arguments import check_int
+from vec_envs.monitoring.episode_monitor import EpisodeMonitor  # re-exported: wrappers.atari.EpisodeMonitor
 from vec_envs.vec_env_base import VecEnvBase
-from wrappers.monitor_csv import MonitorCsv, monitor_path
 
 __all__ = [
     "NoopResetEnv",
@@ -257,63 +256,6 @@ class ClipRewardEnv(gym.RewardWrapper):
         return float(np.sign(float(reward)))
 
 
-class EpisodeMonitor(gym.Wrapper):
-    """Episode statistics: at the end of an episode ``info["episode"] = {"r", "l", "t"}``
-    (return, length, seconds since the monitor started), as Stable-Baselines3's Monitor.
-
-    With ``filename``, each episode is also a row of a CSV in SB3's ``monitor.csv`` format
-    (a ``#{"t_start": ..., "env_id": ...}`` line, then ``r,l,t``). ``make_atari_env``
-    puts it right on the emulator: ``r`` is the real game score, ``l`` counts emulator
-    frames.
-
-    Example:
-        >>> import os, tempfile
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     env = EpisodeMonitor(make_atari("Pong"), os.path.join(folder, "0.monitor.csv"))
-        ...     _ = env.reset(seed=0)
-        ...     env.close()
-        ...     os.listdir(folder)
-        ['0.monitor.csv']
-    """
-
-    def __init__(self, env: gym.Env, filename: str | None = None) -> None:
-        super().__init__(env)
-        self.t_start = time.time()
-        self.episode_returns: list[float] = []
-        self.episode_lengths: list[int] = []
-        self._return, self._length = 0.0, 0
-        self._log: MonitorCsv | None = None
-        if filename is not None:
-            env_id = self.env.spec.id if self.env.spec is not None else None
-            self._log = MonitorCsv(monitor_path(filename), self.t_start, env_id)
-
-    def reset(self, **kwargs: Any) -> ResetReturn:
-        self._return, self._length = 0.0, 0
-        return self.env.reset(**kwargs)
-
-    def step(self, action: Any) -> StepReturn:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._return += float(reward)
-        self._length += 1
-        if terminated or truncated:
-            info = dict(info, episode=self._end_episode())
-        return obs, reward, terminated, truncated, info
-
-    def _end_episode(self) -> dict[str, Any]:
-        episode = {"r": round(self._return, 6), "l": self._length, "t": round(time.time() - self.t_start, 6)}
-        self.episode_returns.append(self._return)
-        self.episode_lengths.append(self._length)
-        if self._log is not None:
-            self._log.write_row(episode)
-        return dict(episode)
-
-    def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        super().close()
-
-
 # ------------------------------------------------------------------ building
 def _import_ale() -> None:
     try:
@@ -501,7 +443,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
     if vec_env_cls is None:
-        from vec_envs import SubprocVecEnv
+        from vec_envs.subproc.subproc_vec_env import SubprocVecEnv
 
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")

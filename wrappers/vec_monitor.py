@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from vec_envs.errors import VecEnvError
+from vec_envs.monitoring.monitor_csv import MonitorCsv, monitor_path
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
-from wrappers.monitor_csv import MonitorCsv, monitor_path
 
 __all__ = ["VecMonitor", "monitor_path"]  # monitor_path: defined in monitor_csv.py
 

@@ -142,7 +142,7 @@ def run_all(cells: list[CellSpec], timeout: float) -> list[dict[str, Any]]:
 
 
 def default_out() -> Path:
-    """A new folder for this run's results, in the user's cache (never the work tree)."""
+    """A new folder for one benchmark's results, in the user's cache (never the work tree)."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "vec_envs" / "bench" / time.strftime("%Y%m%d-%H%M%S")
 

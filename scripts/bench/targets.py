@@ -1,4 +1,4 @@
-"""The goals the benchmark checks (issues 12 and 16), each marked met or missed.
+"""The goals the benchmark checks, each marked met or missed.
 
 2 cores (W workloads): best of ours vs gymnasium SyncVectorEnv; ALEVecEnv vs Sync on W4;
 recv/send vs lock-step on W5; the default SubprocVecEnv never below DummyVecEnv; W2's

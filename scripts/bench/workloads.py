@@ -1,7 +1,7 @@
 """The workloads of ``scripts/benchmark.py``: which env, how many copies, what on top.
 
 W1..W5 are sized for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine
-(issue 12's many-core table), on the same envs.
+(the many-core targets), on the same envs.
 
 Example:
     >>> WORKLOADS["M4"].num_envs, WORKLOADS["M4"].frame_stack

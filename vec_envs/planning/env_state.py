@@ -19,6 +19,19 @@ so is the bookkeeping of gymnasium's PassiveEnvChecker (which checks ran).
 A state only restores into an env built the same way (same wrapper classes, same
 unwrapped class and spec id); anything else raises ``ValueError``. An env that cannot
 be copied raises ``TypeError`` saying which attribute failed and what to provide.
+
+Example:
+    >>> import gymnasium as gym
+    >>> env = gym.make("CartPole-v1")
+    >>> _ = env.reset(seed=0)
+    >>> state = get_env_state(env)
+    >>> first = env.step(1)[0]
+    >>> set_env_state(env, state)                  # back where it was
+    >>> bool((env.step(1)[0] == first).all())
+    True
+    >>> set_env_state(gym.make("MountainCar-v0"), state)
+    Traceback (most recent call last):
+    ValueError: ...
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from vec_envs.spaces.nested import FIXED_SIZE_LEAVES, path_text
 
-__all__ = ["cast_exactly", "check_action", "check_actions"]
+__all__ = ["cast_exactly", "check_action", "check_actions", "check_env_actions"]
 
 
 def _short(value: Any) -> str:
@@ -168,6 +168,23 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
                 raise ValueError(f"{method}(): env {i}: {exc}") from None
     return actions
 
+
+
+def check_env_actions(space: spaces.Space, actions: Any, env_ids: np.ndarray, method: str = "send") -> Any:
+    """``check_actions`` for the envs ``env_ids`` (one action each); a wrong count names them.
+
+    Example:
+        >>> check_env_actions(spaces.Discrete(3), [2], np.array([5]))
+        array([2])
+        >>> check_env_actions(spaces.Discrete(3), [0, 1], np.array([5]))
+        Traceback (most recent call last):
+        ValueError: send(): expected 1 actions (one per env of env_ids [5]), received 2
+    """
+    try:
+        return check_actions(space, actions, len(env_ids), method)
+    except ValueError:  # checked again for the message, which names env_ids
+        pass
+    return check_actions(space, actions, len(env_ids), method, per=f"one per env of env_ids {env_ids.tolist()}")
 
 def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, method: str,
                            per: str) -> list[dict]:

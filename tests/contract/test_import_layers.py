@@ -1,0 +1,52 @@
+"""The package layers: ``wrappers`` sits above ``vec_envs`` and ``vec_envs`` never imports it;
+``vec_envs.planning`` works on any backend and imports none. Every import counts, those
+inside functions too."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+#: the packages that hold a backend, and the modules that are one
+BACKENDS = ("vec_envs.dummy_vec_env", "vec_envs.subproc", "vec_envs.workers", "vec_envs.ray", "vec_envs.ale",
+            "vec_envs.interop", "vec_envs.make_vec_env")
+
+
+def imports_of(package: str) -> dict[str, set[str]]:
+    """``{module file: the modules it imports}`` for every module under ``package``."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / package.replace(".", "/")).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        found[str(path.relative_to(REPO))] = names
+    return found
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+@pytest.mark.parametrize("package, forbidden", [
+    ("vec_envs", ("wrappers",)),
+    ("vec_envs.planning", BACKENDS + ("wrappers",)),
+], ids=["vec_envs-not-wrappers", "planning-no-backend"])
+def test_a_package_imports_nothing_above_it(package, forbidden):
+    offending = {path: sorted(n for n in names if any(within(n, f) for f in forbidden))
+                 for path, names in imports_of(package).items()}
+    assert {path: names for path, names in offending.items() if names} == {}
+
+
+def test_importing_vec_envs_loads_no_wrapper_module():
+    code = "import sys, vec_envs; print(sorted(m for m in sys.modules if m.split('.')[0] == 'wrappers'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

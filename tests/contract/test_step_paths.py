@@ -1,0 +1,167 @@
+"""The lean lock-step path: ``step()`` in one trip, the messenger's gather, the spin budgets.
+
+``VecEnvBase.step`` runs ``step_async``'s and ``step_wait``'s bodies itself unless a
+subclass overrides either (then it calls them); ``Messenger.gather`` hands out outcomes
+in the order asked, keeping what arrived when it times out; ``Spin`` learns from a wait
+at the next ``budget()``; a spinning worker looks at its env slots by their bytes.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from tests.envs import SeededEnv
+from tests.faulty_envs import SlowStepEnv
+from vec_envs import DummyVecEnv, SubprocVecEnv
+from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
+from vec_envs.subproc.env_slots import WorkerSlots
+from vec_envs.subproc.spin_wait import SPIN_MAX_S, SPIN_MIN_S, Spin
+from vec_envs.subproc.subproc_worker import _has_requests
+from vec_envs.workers.protocol import Command
+from wrappers import VecNormalize
+
+LEAN_BACKENDS = [
+    pytest.param(DummyVecEnv, id="dummy"),
+    pytest.param(functools.partial(SubprocVecEnv, in_series=4, step_in_parent=True), id="subproc-parent-only"),
+    pytest.param(functools.partial(SubprocVecEnv, in_series=2), id="subproc-default"),
+]
+
+
+# ------------------------------------------------------------------ step() in one trip
+class DoubledRewards(DummyVecEnv):
+    """Overrides step_wait: step() must go through it."""
+
+    def step_wait(self, timeout=None):
+        obs, rewards, dones, infos = super().step_wait(timeout)
+        return obs, rewards * 2, dones, infos
+
+
+class CountedActions(DummyVecEnv):
+    """Overrides step_async: step() must go through it."""
+
+    calls = 0
+
+    def step_async(self, actions):
+        self.calls += 1
+        super().step_async(actions)
+
+
+def test_step_runs_in_one_trip_only_where_nothing_overrides_step_async_or_step_wait():
+    assert DummyVecEnv._step_in_one
+    assert SubprocVecEnv._step_in_one
+    assert not DoubledRewards._step_in_one
+    assert not CountedActions._step_in_one
+    assert not VecNormalize._step_in_one  # a wrapper reshapes step_wait
+    actions = np.ones(2, np.int64)
+    with DummyVecEnv([SeededEnv] * 2) as plain, DoubledRewards([SeededEnv] * 2) as doubled, \
+            CountedActions([SeededEnv] * 2) as counted:
+        for venv in (plain, doubled, counted):
+            venv.reset()
+        assert plain.step(actions)[1].tolist() == [2.0, 2.0]  # action 1 + step 1
+        assert doubled.step(actions)[1].tolist() == [4.0, 4.0]
+        counted.step(actions)
+        counted.step(actions)
+        assert counted.calls == 2
+
+
+@pytest.mark.parametrize("make", LEAN_BACKENDS)
+def test_step_keeps_every_check_of_step_async(make, closing):
+    venv = closing(make([SeededEnv] * 4))
+    venv.reset()
+    name = type(venv).__name__
+    with pytest.raises(ValueError, match=r"step_async\(\): expected 4 actions \(one per env\), received 3"):
+        venv.step([0, 1, 2])
+    with pytest.raises(ValueError, match=r"step_async\(\): .*cannot be cast"):
+        venv.step(np.full(4, 0.5))
+    venv.step_async(np.zeros(4, np.int64))
+    with pytest.raises(AlreadyPendingCallError, match=rf"{name}.step_async\(\) called while step_async\(\) still "
+                                                      r"waits for its step_wait\(\)"):
+        venv.step(np.zeros(4, np.int64))
+    assert venv.step_wait()[1].shape == (4,)
+    assert venv.step(np.zeros(4, np.int64))[1].tolist() == [2.0] * 4  # the refused calls stepped nothing
+    venv.close()
+    with pytest.raises(ClosedEnvironmentError, match=rf"{name}.step_async\(\) called after close\(\)"):
+        venv.step(np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("make", [pytest.param(DummyVecEnv, id="dummy"),
+                                  pytest.param(functools.partial(SubprocVecEnv, in_series=2), id="subproc")])
+def test_step_refuses_while_envs_are_in_flight_and_names_them(make, closing):
+    venv = closing(make([SeededEnv] * 4, batch_size=2))
+    venv.async_reset()
+    env_ids = venv.recv()[4]
+    in_flight = sorted(set(range(4)) - set(env_ids.tolist()))
+    with pytest.raises(AlreadyPendingCallError, match=rf"step_async\(\) called while envs {in_flight} are in flight"
+                                                      .replace("[", r"\[").replace("]", r"\]")):
+        venv.step(np.zeros(4, np.int64))
+    venv.send(np.zeros(2, np.int64), env_ids)
+
+
+def test_a_step_that_times_out_stays_pending_and_a_refused_one_leaves_nothing_pending(closing):
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, 0.3)] * 2, in_series=1, timeout=0.05))
+    venv.reset()
+    with pytest.raises(EnvTimeoutError, match=r"envs \[0, 1\] \(workers \[0, 1\]\) did not answer within 0.05 s"):
+        venv.step(np.zeros(2, np.int64))
+    assert venv.step_wait(timeout=5.0)[1].tolist() == [1.0, 1.0]  # still pending: waited for again
+    with pytest.raises(ValueError, match="expected 2 actions"):
+        venv.step([0])
+    with pytest.raises(NoAsyncCallError, match=r"step_wait\(\) called with no step_async\(\) pending"):
+        venv.step_wait()
+
+
+# ---------------------------------------------------------------- Messenger.gather
+def test_gather_hands_out_outcomes_in_the_order_asked_and_keeps_what_arrived_at_a_timeout(closing):
+    slow_first = [functools.partial(SlowStepEnv, 0.4)] + [SlowStepEnv] * 2
+    venv = closing(SubprocVecEnv(slow_first, in_series=1, step_in_parent=False))
+    venv.reset()
+    messenger = venv.messenger
+    for w in range(3):
+        messenger.send(w, Command.STEP, None if venv._shared_actions is not None else np.zeros(1, np.int64))
+    with pytest.raises(EnvTimeoutError, match=r"envs \[0\] \(workers \[0\]\) did not answer within 0.2 s"):
+        messenger.gather([2, 0, 1], 0.2, "step")  # workers 1 and 2 answer at once, worker 0 late
+    assert sorted(messenger.arrived([1, 2])) == [1, 2]
+    outcomes = messenger.gather([0], None, "step")
+    assert list(outcomes) == [0]
+    assert outcomes[0].ok
+    for w in (1, 0, 2):
+        messenger.send(w, Command.GET_SPACES, None)
+    spaces = messenger.gather([2, 1, 0], 10.0, "get_spaces")
+    assert list(spaces) == [2, 1, 0]
+    assert all(outcome.ok for outcome in spaces.values())
+
+
+# ------------------------------------------------------------------------- spinning
+def test_a_spin_learns_from_its_waits_at_the_next_budget():
+    spin = Spin(enabled=True, thrifty=True)
+    assert spin.budget() == SPIN_MIN_S
+    for _ in range(40):
+        spin.record(SPIN_MAX_S / 2)
+    assert spin.budget() == pytest.approx(SPIN_MAX_S * 0.75, rel=0.05)  # 1.5 x the usual wait
+    for _ in range(40):
+        spin.record(10 * SPIN_MAX_S)  # waits that outlast any spin: a thrifty spin stops
+    assert spin.budget() == 0.0
+    for _ in range(40):
+        spin.record(SPIN_MIN_S / 10)
+    assert spin.budget() == SPIN_MIN_S
+    assert Spin(enabled=False).budget() == 0.0
+    unasked = Spin(enabled=True)
+    for _ in range(10_000):  # nobody asks for a budget: the waits are learnt from anyway
+        unasked.record(SPIN_MAX_S)
+    assert len(unasked._unlearnt) < 100
+
+
+def test_a_spinning_worker_sees_new_slot_requests_as_pending_does():
+    requested, answered = np.zeros(6, np.int64), np.zeros(6, np.int64)
+    slots = WorkerSlots(requested, answered, np.zeros(8, np.int64), 2, 5)
+    assert not _has_requests(slots)
+    assert len(slots.pending()) == 0
+    requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
+    assert _has_requests(slots)
+    assert slots.pending().tolist() == [2]
+    slots.take(2)
+    assert not _has_requests(slots)
+    assert len(slots.pending()) == 0
+    requested[5] = 1  # another worker's env
+    assert not _has_requests(slots)

@@ -1,0 +1,87 @@
+"""The parent sleeping on its workers' answers is woken by them (``wake_up.py``), not by naps."""
+from __future__ import annotations
+
+import functools
+import gc
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from tests.faulty_envs import SlowStepEnv
+from tests.helpers import fns_with
+from vec_envs import SubprocVecEnv
+from vec_envs.subproc import slotted_batches, subproc_worker, wake_up
+
+STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
+NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show in ``naps``
+
+
+@pytest.fixture
+def no_fallback(monkeypatch):
+    """The parent's naps last a minute: only the workers' writes can end them in time."""
+    monkeypatch.setattr(wake_up, "FALLBACK_S", NEVER_S)
+    monkeypatch.setattr(slotted_batches, "FALLBACK_S", NEVER_S)
+    monkeypatch.setattr(subproc_worker, "FALLBACK_S", NEVER_S)
+
+
+@pytest.mark.timeout(30)  # a wake-up lost would sleep NEVER_S
+def test_recv_is_woken_by_the_answers(no_fallback, closing):
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, STEP_S)] * 4, in_series=2, batch_size=4))
+    venv.async_reset()
+    venv.send(np.zeros(4, np.int64), venv.recv()[4])
+    rounds = 6
+    for _ in range(rounds):  # every env is sent just before: each recv sleeps on them
+        env_ids = venv.recv()[4]
+        venv.send(np.zeros(4, np.int64), env_ids)
+    sleeper = venv.batches.sleeper
+    assert sleeper.naps == 0
+    assert sleeper.wakes >= rounds
+
+
+@pytest.mark.timeout(30)
+def test_step_waiting_on_doorbells_is_woken_by_the_answers(no_fallback, closing):
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, STEP_S)] * 2, in_series=2, step_in_parent=False))
+    if venv.workers[0].bell is None:
+        pytest.skip("no doorbells here (fewer than 2 CPUs, or not x86-64)")
+    venv.reset()
+    steps = 6
+    for _ in range(steps):
+        venv.step(np.zeros(2, np.int64))
+    sleeper = venv.workers[0].sleeper
+    assert sleeper.naps == 0
+    assert sleeper.wakes >= steps - 1  # a step sent through the pipe wakes the parent by its reply
+
+
+def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
+    rows = np.zeros((2 + 1, 8), np.int64)  # two workers' rows, then the parent's
+    fd = wake_up.WakeFd()
+    try:
+        first, second = wake_up.Waker(rows, 0, fd.write_fd), wake_up.Waker(rows, 1, fd.write_fd)
+        sleeper = wake_up.ParentSleep(rows, fd)
+        first.answered()  # nobody sleeps: nothing is written
+        assert sleeper.sleep(lambda: False, [], 0.01) == []
+        assert (sleeper.wakes, sleeper.naps) == (0, 1)
+        answers = [first, second, first]  # arriving while the parent sleeps for 3 of them
+        sleeper.sleep(lambda: [waker.answered() for waker in answers[:2]] and False, [], 0.0, wanted=3)
+        assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote
+        sleeper.sleep(lambda: [waker.answered() for waker in answers] and False, [], NEVER_S, wanted=3)
+        assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
+    finally:
+        fd.close()
+
+
+def test_no_descriptor_outlives_close_or_a_restart():
+    SubprocVecEnv(fns_with("kill", after=3), in_series=2, batch_size=2).close()  # the forkserver starts once
+    fds = psutil.Process().num_fds()
+    venv = SubprocVecEnv(fns_with("kill", after=3), in_series=2, batch_size=2, on_error="restart", max_restarts=50)
+    venv.async_reset()
+    end = time.monotonic() + 10
+    while venv.restarts < 2 and time.monotonic() < end:
+        env_ids = venv.recv()[4]
+        venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+    assert venv.restarts >= 2
+    venv.close()
+    gc.collect()
+    assert psutil.Process().num_fds() <= fds

@@ -1,0 +1,307 @@
+"""The benchmark scripts: smoke runs with tiny windows, and the report pieces on their own.
+
+Nothing here is timed: the numbers only have to be numbers. The smoke runs start
+together (each in its own process) and are awaited by the tests that read them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("psutil")
+pytest.importorskip("matplotlib")
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from bench.args import parse  # noqa: E402
+from bench.ceiling import measure_ceiling  # noqa: E402
+from bench.cli import GROUPS, Args, default_out, main, plan_cells, select  # noqa: E402
+from bench.envs import make_env  # noqa: E402
+from bench.methods import METHODS, unavailable  # noqa: E402
+from bench.steppers import FrameStacker, RecvSendStepper  # noqa: E402
+from bench.summary import Summary, summarize  # noqa: E402
+from bench.table import LatencyStats, markdown_table  # noqa: E402
+from bench.targets import checks  # noqa: E402
+from bench.timing import run_for, time_calls  # noqa: E402
+from bench.workloads import WORKLOADS  # noqa: E402
+
+WORKLOADS_RUN = ["W5"]
+METHODS_RUN = ["ceiling", "dummy", "dummy-async", "subproc", "gym-sync"]
+HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "steps per CPU s", "build s", "CPU %",
+          "peak MB"]
+NUMBER = r"\d[\d,]*(\.\d+)?"
+RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+SMOKE = {
+    "benchmark": ["benchmark.py", "--workloads", ",".join(WORKLOADS_RUN), "--methods", ",".join(METHODS_RUN),
+                  "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
+    "agent_pause": ["bench_agent_pause.py", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
+    "wrappers": ["bench_wrappers.py", "--env", "synthetic", "--backend", "subproc", "--steps", "2",
+                 "--rounds", "4"],
+    "ale": ["bench_ale.py", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
+    "ray": ["bench_ray.py", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1",
+            "--pings", "5"],
+    "profile_parent": ["profile_parent.py", "--num-envs", "4", "--in-series", "2", "--env", "zero", "--seconds", "0.2"],
+}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], tuple]]:
+    """Start every smoke run at once; ``smoke[name]()`` waits for one: ``(CompletedProcess, cache dir)``."""
+    cache = tmp_path_factory.mktemp("cache")
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), **RAY_LOOPBACK}
+    procs = {name: subprocess.Popen([sys.executable, str(SCRIPTS / script), *args], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+             for name, (script, *args) in SMOKE.items()}
+    done: dict = {}
+
+    def result(name: str) -> tuple[subprocess.CompletedProcess, Path]:
+        if name not in done:
+            out, err = procs[name].communicate(timeout=110)
+            done[name] = subprocess.CompletedProcess(procs[name].args, procs[name].returncode, out, err)
+        return done[name], cache
+
+    yield result
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def cells(line: str) -> list[str]:
+    """The cells of one Markdown table row."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def workload_tables(stdout: str) -> dict[str, list[list[str]]]:
+    """``{heading: rows}`` for every method table of the report (header and separator checked)."""
+    tables, lines = {}, stdout.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("| method |"):
+            continue
+        heading = next(lines[j] for j in range(i - 1, -1, -1) if lines[j].startswith("## "))
+        assert cells(line) == HEADER, f"unexpected header in {heading}: {line}"
+        assert re.fullmatch(r"\|(-+:?\|)+", lines[i + 1].strip()), f"bad separator: {lines[i + 1]}"
+        rows = []
+        for row in lines[i + 2:]:
+            if not row.startswith("|"):
+                break
+            rows.append(cells(row))
+        tables[heading] = rows
+    return tables
+
+
+# ---------------------------------------------------------------- benchmark.py end to end
+@pytest.mark.timeout(120)
+def test_benchmark_writes_its_results_to_the_user_cache(smoke):
+    run, cache = smoke("benchmark")
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = re.search(r"results written to (\S+)/ ", run.stderr)
+    assert written, run.stderr[-1000:]
+    out = Path(written.group(1))
+    assert out.is_relative_to(cache / "vec_envs" / "bench")
+    assert not out.is_relative_to(REPO)
+    for name in ("results.md", "ratios.png", "cells.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "results.md").read_text(encoding="utf-8") == run.stdout.rstrip("\n") + "\n"
+
+
+@pytest.mark.timeout(120)
+def test_benchmark_reports_every_method_or_why_it_could_not_run(smoke):
+    run, _ = smoke("benchmark")
+    assert "Machine:" in run.stdout
+    assert "Settings: `python scripts/benchmark.py --workloads W5 " in run.stdout
+    tables = workload_tables(run.stdout)
+    assert [h.split(":")[0] for h in tables] == [f"## {w}" for w in WORKLOADS_RUN]
+    for w, (heading, rows) in zip(WORKLOADS_RUN, tables.items(), strict=True):
+        ran = [METHODS[k].label for k in METHODS_RUN if unavailable(METHODS[k], WORKLOADS[w]) is None]
+        assert [r[0] for r in rows] == ran, heading
+        for row in rows:
+            assert re.fullmatch(rf"{NUMBER} \({NUMBER}-{NUMBER}\)", row[1]), (heading, row)
+            assert all(re.fullmatch(rf"{NUMBER}(x| %)?|n/a", c) for c in row[2:]), (heading, row)
+        ceiling = next(r for r in rows if r[0].startswith("machine ceiling"))
+        assert ceiling[3] == "100 %", ceiling
+        for k in METHODS_RUN:
+            why = unavailable(METHODS[k], WORKLOADS[w])
+            assert why is None or f"- {why}" in run.stdout, why
+
+
+@pytest.mark.timeout(120)
+def test_benchmark_marks_each_target(smoke):
+    run, _ = smoke("benchmark")
+    targets = run.stdout.split("## Targets", 1)[1]
+    assert re.search(r"\| W5 \| best of ours / gymnasium SyncVectorEnv \(.+\) \| [\d.]+x \| >= 2.0x \| "
+                     r"(met|\*\*missed\*\*) \|", targets), targets
+    assert re.search(r"\| W5 \| SubprocVecEnv\(\) / DummyVecEnv \| [\d.]+x \| >= 1.0x \| (met|\*\*missed\*\*) \|",
+                     targets), targets
+
+
+def test_benchmark_without_psutil_says_which_extra_to_install():
+    code = ("import runpy, sys; sys.modules['psutil'] = None; sys.argv = ['benchmark.py', '--quick']; "
+            f"runpy.run_path({str(SCRIPTS / 'benchmark.py')!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == 'benchmark.py needs psutil: pip install -e ".[bench]"\n'
+    assert done.stdout == ""
+
+
+def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
+    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "--workloads", "W9"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "error: --workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
+    with pytest.raises(SystemExit) as exited:
+        main(["--repeats", "0"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: --repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received 0, 5.0, "
+        "300.0, 1.0")
+
+
+# ---------------------------------------------------------------- the other scripts
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name,pattern", [
+    ("agent_pause", rf"\| 2 \| {NUMBER} \| {NUMBER} \| {NUMBER} \|"),
+    ("wrappers", rf"\| wrappers add \(median of paired rounds\) \| [+-]{NUMBER} \|.*\noverhead: [+-]{NUMBER} % "
+                 rf"\((meets|misses) the < 15 % target\)"),
+    ("ray", rf"\| CartPole-v1 x 64 \| RayVecEnv \| \d+ \| {NUMBER} \| {NUMBER} \({NUMBER}\) \| {NUMBER} \|.*"
+            rf"bare Ray round trip \(no-op actor call\): {NUMBER} ms median"),
+    ("ale", r"\| ale-py AtariVectorEnv \(raw engine\) \| \d+ \| \d+ \| - \|"),
+], ids=["agent_pause", "wrappers", "ray", "ale"])
+def test_each_bench_script_prints_its_table(smoke, name, pattern):
+    done, _ = smoke(name)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(pattern, done.stdout, re.S), done.stdout
+
+
+# ---------------------------------------------------------------- the pieces
+def test_markdown_table_aligns_and_rejects_ragged_rows():
+    assert markdown_table(["a", "b"], [["x", "1"]]) == ["| a | b |", "|---|---:|", "| x | 1 |"]
+    assert markdown_table(["a", "b"], [], "ll")[1] == "|---|---|"
+    with pytest.raises(ValueError, match=r"row \['x'\] has 1 cells, the header 2"):
+        markdown_table(["a", "b"], [["x"]])
+    with pytest.raises(ValueError, match="align 'l' has 1 columns, the header 2"):
+        markdown_table(["a", "b"], [], "l")
+
+
+def test_latency_stats_in_milliseconds():
+    stats = LatencyStats.of(np.array([0.001] * 9 + [0.011]))
+    assert (stats.median_ms, round(stats.p90_ms, 6), round(stats.mean_ms, 6)) == (1.0, 2.0, 2.0)
+
+
+def test_summary_takes_medians_and_keeps_failures():
+    records = [{"workload": "W1", "method": "dummy", "steps_per_s": r, "build_s": 0.1, "peak_mb": 50.0,
+                "cpu_pct": 100.0, "note": "n"} for r in (3.0, 1.0, 2.0)]
+    records.append({"workload": "W1", "method": "subproc", "error": "EnvWorkerError: boom"})
+    sums = summarize(records)
+    assert (sums["W1", "dummy"].rate, sums["W1", "dummy"].low, sums["W1", "dummy"].high) == (2.0, 1.0, 3.0)
+    assert sums["W1", "dummy"].notes == {"n"}
+    assert not sums["W1", "subproc"].ran
+    assert sums["W1", "subproc"].errors == ["EnvWorkerError: boom"]
+
+
+def test_targets_are_marked_met_missed_or_not_measured():
+    sums = {("W5", "gym-sync"): Summary(rate=100.0), ("W5", "dummy"): Summary(rate=90.0),
+            ("W5", "subproc"): Summary(rate=150.0), ("W5", "subproc-async"): Summary(rate=210.0)}
+    rows = {row[1]: row[2:] for row in (c.row() for c in checks("W5", sums))}
+    assert rows["best of ours / gymnasium SyncVectorEnv (SubprocVecEnv() recv/send, batch_size num_envs/2)"] \
+        == ["2.10x", ">= 2.0x", "met"]
+    assert rows["best recv/send of ours / best lock-step of ours (SubprocVecEnv() recv/send, batch_size "
+                "num_envs/2 / SubprocVecEnv())"] == ["1.40x", ">= 1.1x", "met"]
+    assert rows["SubprocVecEnv() / DummyVecEnv"] == ["1.67x", ">= 1.0x", "met"]
+    m3 = {row[1].split(" (")[0]: row[2:] for row in (c.row() for c in checks("M3", {
+        ("M3", "ceiling"): Summary(rate=100.0), ("M3", "subproc"): Summary(rate=50.0)}))}
+    assert m3["best lock-step of ours / machine ceiling"] == ["0.50x", ">= 0.6x", "**missed**"]
+    assert m3["best recv/send of ours / machine ceiling"] == ["n/a", ">= 0.8x", "n/a"]
+
+
+def test_frame_stacker_follows_env_ids():
+    frames = np.arange(1, 5, dtype=np.uint8).reshape(4, 1, 1, 1)
+    lockstep, by_ids = FrameStacker(3, 4), FrameStacker(3, 4)
+    expected = lockstep.push(frames, np.zeros(4, bool))
+    by_ids.push(frames[[2, 0]], np.zeros(2, bool), np.array([2, 0]))
+    by_ids.push(frames[[3, 1]], np.zeros(2, bool), np.array([3, 1]))
+    np.testing.assert_array_equal(by_ids.stacked, expected)
+    after = by_ids.push(frames[[1]] + 10, np.array([True]), np.array([1]))
+    np.testing.assert_array_equal(after.ravel(), [0, 0, 12])
+
+
+def test_plan_rotates_methods_and_lists_what_cannot_run():
+    args = Args(repeats=2, window=0.1, warmup=0.0)
+    methods = [METHODS[k] for k in ("raw", "dummy", "envpool")]
+    cells, skipped = plan_cells(args, [WORKLOADS["W5"]], methods, spin=1000)
+    assert [(c.repeat, c.method) for c in cells] == [(0, "raw"), (0, "dummy"), (1, "dummy"), (1, "raw")]
+    assert skipped == [("W5", "envpool", "EnvPool (sync) cannot run W5")]
+
+
+def test_workload_groups_and_unknown_names():
+    assert [w.key for w in select("M", WORKLOADS, "workloads", GROUPS)] == ["M1", "M3", "M4", "M5"]
+    assert [w.key for w in select("W2,M1", WORKLOADS, "workloads", GROUPS)] == ["W2", "M1"]
+    with pytest.raises(ValueError, match=r"--methods: unknown \['nope'\]"):
+        select("raw,nope", METHODS, "methods")
+
+
+def test_default_out_is_in_the_user_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_out().parent == tmp_path / "vec_envs" / "bench"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_out().is_relative_to(Path.home() / ".cache")
+
+
+def test_args_from_a_dataclass():
+    assert parse(Args, ["--out", "/tmp/x", "--quick"], "demo").out == "/tmp/x"
+    with pytest.raises(SystemExit):
+        parse(Args, ["--window", "0"], "demo", lambda a: "--window must be > 0" if a.window <= 0 else None)
+
+
+def test_a_failing_ceiling_loop_says_why_at_once():
+    marks: list = []
+    with pytest.raises(RuntimeError, match=r"the machine ceiling of nope: loop \d: ValueError: make_env\(\): "
+                                           r"unknown env 'nope'"):
+        measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"), lambda: marks.append("end"))
+    assert marks == []
+
+
+def test_timing_loops_count_calls():
+    seen: list = []
+    calls, seconds = run_for(seen.append, ["a", "b"], 0.0)
+    assert (calls, seen) == (1, ["a"])
+    assert seconds >= 0
+    each = time_calls(seen.append, ["c", "d"], pause_s=0.001)
+    assert seen == ["a", "c", "d"]
+    assert each.shape == (2,)
+
+
+def test_recv_send_stepper_times_steps_not_resets():
+    from vec_envs import DummyVecEnv
+
+    stepper = RecvSendStepper(DummyVecEnv([partial(make_env, "busy", i, 10) for i in range(4)], batch_size=2))
+    try:
+        assert stepper.start(seed=0) is None
+        assert stepper.steps_per_call == 2
+        obs, dones, env_ids = stepper.step(np.zeros(4, np.int64))
+        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3])
+        assert not dones.any()
+        np.testing.assert_array_equal(obs, np.ones((2, 4)))  # each env's first step (t = 1), not its reset (0)
+    finally:
+        stepper.close()
+
+
+# ---------------------------------------------------------------- profile_parent.py
+@pytest.mark.timeout(120)
+def test_profile_parent_times_subproc_vec_env_alone_with_zero_cost_envs(smoke):
+    run, _ = smoke("profile_parent")
+    assert run.returncode == 0, run.stderr
+    assert re.fullmatch(rf"zero-cost env x 4, 2 workers, step\(\): {NUMBER} steps/s, {NUMBER} us per batch\n",
+                        run.stdout), run.stdout

@@ -1,0 +1,1 @@
+"""Episode statistics: the single-env EpisodeMonitor and the monitor.csv file it and VecMonitor write."""
