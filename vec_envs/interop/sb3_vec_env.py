@@ -5,7 +5,7 @@ those calls once, for this class and for the views of our wrappers (``sb3_views.
 
 SB3 asks ``env_is_wrapped(Monitor)`` to learn whether ``infos[i]["episode"]`` holds whole,
 unmodified episodes (``evaluate_policy``, ``EvalCallback``). Our envs report them through
-other per-env monitors that fill ``info["episode"]`` the same way (``wrappers.atari``'s
+other per-env monitors that fill ``info["episode"]`` the same way (``vec_envs.monitoring``'s
 ``EpisodeMonitor``, which ``make_atari_env`` puts on the emulator, gymnasium's
 ``RecordEpisodeStatistics``) or, for ``ALEVecEnv``, in the engine itself: each of those
 answers that question as SB3's Monitor would.
@@ -19,10 +19,10 @@ import gymnasium as gym
 import numpy as np
 
 from vec_envs.ale.ale_vec_env import ALEVecEnv
+from vec_envs.monitoring.episode_monitor import EpisodeMonitor
 from vec_envs.rendering.frames import gather_frames
 from vec_envs.types import VecEnvIndices
 from vec_envs.vec_env_base import VecEnvBase
-from wrappers.atari import EpisodeMonitor
 
 try:
     from stable_baselines3.common.monitor import Monitor

@@ -26,7 +26,6 @@ from stable_baselines3.common.vec_env import VecMonitor as SB3VecMonitor
 from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
 from stable_baselines3.common.vec_env import VecTransposeImage as SB3VecTransposeImage
 
-import wrappers
 from vec_envs.interop.sb3_vec_env import SB3Forwarding, SB3VecEnv
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
@@ -127,7 +126,7 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
         >>> train.close(); evaluation.close()
     """
 
-    source: wrappers.VecNormalize
+    source: Any  # our ``wrappers.VecNormalize`` (vec_envs never imports wrappers, which sits above it)
 
     training = _forwarded("training", "Update the statistics on every step (False: frozen).")
     norm_obs = _forwarded("norm_obs", "Normalize observations.")
@@ -188,16 +187,24 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
         self.source.save(save_path)
 
 
-#: our wrapper class -> its view (the first match wins: a subclass of ours gets its view);
-#: any other wrapper of ours gets a plain ``SB3WrapperView``
-VIEWS: tuple[tuple[type, type[SB3WrapperView]], ...] = (
-    (wrappers.VecNormalize, SB3VecNormalizeView),
-    (wrappers.VecMonitor, SB3VecMonitorView),
-    (wrappers.VecFrameStack, SB3VecFrameStackView),
-    (wrappers.VecTransposeImage, SB3VecTransposeImageView),
-    (wrappers.VecCheckNan, SB3VecCheckNanView),
-    (wrappers.VecExtractDictObs, SB3VecExtractDictObsView),
-)
+#: our wrapper class's name -> its view; a subclass of ours gets its view (the MRO is searched).
+#: By name: ``wrappers`` sits above ``vec_envs``, which never imports it.
+VIEWS: dict[str, type[SB3WrapperView]] = {
+    "VecNormalize": SB3VecNormalizeView,
+    "VecMonitor": SB3VecMonitorView,
+    "VecFrameStack": SB3VecFrameStackView,
+    "VecTransposeImage": SB3VecTransposeImageView,
+    "VecCheckNan": SB3VecCheckNanView,
+    "VecExtractDictObs": SB3VecExtractDictObsView,
+}
+
+
+def _view_class(venv: VecEnvWrapper) -> type[SB3WrapperView]:
+    """The view of ``venv``: that of the first class of ours in its MRO, else a plain one."""
+    for cls in type(venv).__mro__:
+        if cls.__module__.partition(".")[0] == "wrappers" and cls.__name__ in VIEWS:
+            return VIEWS[cls.__name__]
+    return SB3WrapperView
 
 
 def sb3_view(venv: VecEnvBase) -> VecEnv:
@@ -215,8 +222,7 @@ def sb3_view(venv: VecEnvBase) -> VecEnv:
     if not isinstance(venv, VecEnvWrapper):
         return SB3VecEnv(venv)
     inner = sb3_view(venv.venv)
-    view = next((view for ours, view in VIEWS if isinstance(venv, ours)), SB3WrapperView)
-    return view(venv, inner)
+    return _view_class(venv)(venv, inner)
 
 
 def _copy_statistics(target: Any, value: Any, name: str) -> None:
