@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from vec_envs.extras import install_hint
+
 __all__ = ["NO_ALE", "AtariOptions", "import_ale", "resolve_game"]
 
-NO_ALE = ('ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): '
-          'pip install -e ".[atari]"')
+NO_ALE = f"ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): {install_hint('atari')}"
 RAW_FRAME = (210, 160)  # the Atari screen, height x width
 _ID_NOISE = re.compile(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$")
 

@@ -31,7 +31,7 @@ __all__ = ["FromGymnasiumVecEnv", "GymnasiumVectorEnv", "from_gymnasium", "to_gy
 
 
 def to_sb3(venv: VecEnvBase) -> SB3VecEnv:
-    """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs ``pip install -e ".[sb3]"``).
+    """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs the ``sb3`` extra).
 
     SB3's algorithms and its VecEnv wrappers take it as they take SB3's own VecEnvs.
 

@@ -6,6 +6,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from vec_envs.extras import missing_extra
 from vec_envs.types import VecEnvIndices
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -19,7 +20,7 @@ try:
         VecEnvStepReturn,
     )
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError('to_sb3() needs Stable-Baselines3: pip install -e ".[sb3]"') from exc
+    raise missing_extra("sb3", "to_sb3() needs Stable-Baselines3") from exc
 
 __all__ = ["SB3VecEnv"]
 
