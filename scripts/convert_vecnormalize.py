@@ -1,4 +1,4 @@
-"""`python scripts/convert_vecnormalize.py`: the `vec-envs-convert-vecnormalize` command (vec_envs/cli/convert_vecnormalize.py)."""
+"""`python scripts/convert_vecnormalize.py`: the `vec-envs-convert-vecnormalize` command."""
 from vec_envs.cli.convert_vecnormalize import main
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ command line and returns an instance. How a field becomes an option:
   ``metadata={"option": True}``.
 
 ``--help`` lists every option with its help and its default. An error is one line on
-stderr, ``PROG: error: MESSAGE (see --help)``, and exit status 2.
+stderr, ``PROG: error: MESSAGE (see --help)``, and exit status 2; so is a ``ValueError``
+that the dataclass raises (checks across fields belong in its ``__post_init__``).
 
 Example:
     >>> from dataclasses import dataclass, field
@@ -40,11 +41,33 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union
 
-__all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_USAGE"]
+__all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_USAGE", "positive_int",
+           "in_series_arg"]
 
 T = TypeVar("T")
 EXIT_USAGE = 2
 _SCALARS: dict[Any, Callable[[str], Any]] = {int: int, float: float, str: str}
+
+
+def positive_int(text: str) -> int:
+    """``text`` as an int >= 1 (a ``metadata={"type": ...}`` converter).
+
+    Example:
+        >>> positive_int("3")
+        3
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive int, received {text!r}")
+    return value
+
+
+def in_series_arg(text: str) -> int | str:
+    """``"auto"`` or a positive int: envs per worker process (a ``metadata={"type": ...}`` converter)."""
+    return "auto" if text == "auto" else positive_int(text)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -127,13 +150,17 @@ def build_parser(cls: type[Any], description: str | None = None, prog: str | Non
     return parser
 
 
-def _instance(cls: Callable[..., T], namespace: argparse.Namespace) -> T:
+def _instance(cls: Callable[..., T], namespace: argparse.Namespace, parser: argparse.ArgumentParser) -> T:
+    """``cls`` of the parsed values; a ValueError it raises is a usage error of ``parser``."""
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items()}
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def parse_args(cls: type[T], argv: Sequence[str] | None = None, description: str | None = None, *,
-               prog: str | None = None, check: Callable[[T], str | None] | None = None) -> T:
+               prog: str | None = None) -> T:
     """An instance of the dataclass ``cls`` from the command line ``argv``.
 
     Args:
@@ -141,8 +168,6 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None, description: str
         argv: the arguments (None: ``sys.argv[1:]``).
         description: the ``--help`` heading.
         prog: the program name in help and errors (default: from ``sys.argv[0]``).
-        check: returns what is wrong with the parsed arguments, or None; a problem exits
-            with status 2 and one line on stderr, as a bad option does.
 
     Example:
         >>> from dataclasses import dataclass, field
@@ -153,11 +178,7 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None, description: str
         4
     """
     parser = build_parser(cls, description, prog)
-    args = _instance(cls, parser.parse_args(argv))
-    problem = check(args) if check else None
-    if problem:
-        parser.error(problem)
-    return args
+    return _instance(cls, parser.parse_args(argv), parser)
 
 
 def parse_subcommands(commands: Mapping[str, type[Any]], argv: Sequence[str] | None = None,
@@ -181,12 +202,13 @@ def parse_subcommands(commands: Mapping[str, type[Any]], argv: Sequence[str] | N
     """
     parser = OneLineParser(prog=prog, description=description, formatter_class=_DefaultsFormatter)
     subparsers = parser.add_subparsers(dest="_command", metavar="COMMAND", required=True)
+    subs = {}
     for name, cls in commands.items():
-        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else None
-        sub = subparsers.add_parser(name, help=summary, description=(cls.__doc__ or "").strip() or None,
-                                    formatter_class=_DefaultsFormatter)
-        build_parser(cls, parser=sub)
+        doc = (cls.__doc__ or "").strip()
+        subs[name] = subparsers.add_parser(name, help=doc.splitlines()[0] if doc else None, description=doc or None,
+                                           formatter_class=_DefaultsFormatter)
+        build_parser(cls, parser=subs[name])
     namespace = parser.parse_args(argv)
     name = namespace._command
     del namespace._command
-    return name, _instance(commands[name], namespace)
+    return name, _instance(commands[name], namespace, subs[name])

@@ -19,7 +19,6 @@ summary so far is printed and the workers and video files are closed).
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import statistics
@@ -36,7 +35,7 @@ from tqdm import tqdm
 
 import vec_envs
 from vec_envs import VecEnvBase
-from vec_envs.cli.args import parse_args
+from vec_envs.cli.args import in_series_arg, parse_args, positive_int
 from vec_envs.errors import VecEnvError
 from vec_envs.extras import install_hint
 from vec_envs.rendering.opencv_viewer import check_display
@@ -51,22 +50,6 @@ __all__ = ["Args", "main"]
 
 class UsageError(Exception):
     """A bad argument or setup problem: one line on stderr, exit code 2."""
-
-
-def positive_int(text: str) -> int:
-    """``text`` as an int >= 1 (argparse's ``type=``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive int, received {text!r}")
-    return value
-
-
-def in_series_arg(text: str) -> int | str:
-    """``"auto"`` or a positive int (argparse's ``type=``)."""
-    return "auto" if text == "auto" else positive_int(text)
 
 
 @dataclass
