@@ -303,7 +303,8 @@ def _ray_round_trip(pings: int) -> LatencyStats:
 
     from vec_envs import RayVecEnv
 
-    with RayVecEnv([partial(make_env, "cartpole")]) as venv:
+    venv: Any = RayVecEnv([partial(make_env, "cartpole")])
+    with venv:
         actor = venv.workers[0].actor
         ray.get(actor.where.remote())
         return LatencyStats.of(time_calls(lambda _: ray.get(actor.where.remote()), range(pings)))

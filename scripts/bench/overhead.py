@@ -20,8 +20,9 @@ asynchronous throughput ``min(1/p, (C-1)/(e+o))``, ceiling ``C/e``; the projecti
 p_net and o_net (work, not waiting).
 
 Example:
-    >>> project(Costs(p=2e-6, o=3e-6, e=5e-6, latency=0.0), num_envs=8, cores=3.0).lockstep_steps_per_s
-    200000.0
+    >>> at_3 = project(Costs(p=2e-6, o=3e-6, e=5e-6, latency=0.0), num_envs=8, cores=3.0)
+    >>> round(1e6 * at_3.lockstep_batch_s, 1), round(at_3.async_steps_per_s), round(at_3.ceiling_steps_per_s)
+    (48.0, 250000, 600000)
 """
 from __future__ import annotations
 
@@ -159,7 +160,7 @@ def parent_spins() -> Iterator[list[float]]:
         total[0] += seconds
 
     modules = [importlib.import_module(name) for name in SPIN_SITES]
-    originals = [m.spin_until for m in modules]  # type: ignore[attr-defined]
+    originals = [m.spin_until for m in modules]
     for module, original in zip(modules, originals):
         module.spin_until = _counting(original, add)  # type: ignore[attr-defined]
     try:
@@ -181,11 +182,11 @@ def planned_cpus(cpus: int | None) -> Iterator[None]:
 
     saved = os.environ.get("VEC_ENVS_CPUS"), workers_module.available_cpus, subproc_module.available_cpus
     os.environ["VEC_ENVS_CPUS"] = str(cpus)
-    workers_module.available_cpus = subproc_module.available_cpus = lambda: cpus  # type: ignore[assignment]
+    workers_module.available_cpus = subproc_module.available_cpus = lambda: cpus
     try:
         yield
     finally:
-        workers_module.available_cpus, subproc_module.available_cpus = saved[1], saved[2]  # type: ignore[assignment]
+        workers_module.available_cpus, subproc_module.available_cpus = saved[1], saved[2]
         if saved[0] is None:
             os.environ.pop("VEC_ENVS_CPUS", None)
         else:
@@ -252,8 +253,8 @@ def time_window(stepper: Stepper, seconds: float, spins: SpinFile | None) -> Win
         before = (time.thread_time(), _process_cpu(), _children_cpu(), spins.read() if spins else 0.0)
         calls, wall = run_for(stepper.step, actions, seconds)
         after = (time.thread_time(), _process_cpu(), _children_cpu(), spins.read() if spins else 0.0)
-    deltas = [b - a for a, b in zip(before, after)]
-    return Window(calls * stepper.steps_per_call, wall, *deltas[:3], spun[0], deltas[3])
+    thread, process, children, worker_spin = (b - a for a, b in zip(before, after))
+    return Window(calls * stepper.steps_per_call, wall, thread, process, children, spun[0], worker_spin)
 
 
 def env_cost(env: str, episode_length: int) -> float:
