@@ -212,24 +212,28 @@ class Row:
         return [self.label, fmt(self.steps_per_s), *us, self.note]
 
 
+def _cpu_seconds(proc: Any) -> float:
+    """CPU seconds of one process: /proc/PID/schedstat (nanoseconds) where Linux has it, else
+    psutil's user + sys (clock ticks: too coarse for short windows)."""
+    try:
+        with open(f"/proc/{proc.pid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        times = proc.cpu_times()
+        return float(times.user + times.system)
+
+
 def _children_cpu() -> float:
-    """user + sys seconds of this process's descendants (the workers)."""
+    """CPU seconds of this process's descendants (the workers), found with psutil."""
     import psutil
 
     total = 0.0
     for child in psutil.Process().children(recursive=True):
         try:
-            times = child.cpu_times()
-            total += times.user + times.system
+            total += _cpu_seconds(child)
         except psutil.Error:
             pass
     return total
-
-
-def _process_cpu() -> float:
-    """user + sys seconds of this process, every thread."""
-    times = os.times()
-    return times.user + times.system
 
 
 @dataclass
@@ -250,9 +254,9 @@ def time_window(stepper: Stepper, seconds: float, spins: SpinFile | None) -> Win
     actions = stepper.rows(presample(stepper.action_space, stepper.num_envs, ACTION_TABLE, seed=0))
     run_for(stepper.step, actions, WARMUP_S)
     with parent_spins() as spun:
-        before = (time.thread_time(), _process_cpu(), _children_cpu(), spins.read() if spins else 0.0)
+        before = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
         calls, wall = run_for(stepper.step, actions, seconds)
-        after = (time.thread_time(), _process_cpu(), _children_cpu(), spins.read() if spins else 0.0)
+        after = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
     thread, process, children, worker_spin = (b - a for a, b in zip(before, after))
     return Window(calls * stepper.steps_per_call, wall, thread, process, children, spun[0], worker_spin)
 
@@ -360,8 +364,9 @@ class Projection:
 
 def project(costs: Costs, num_envs: int, cores: float) -> Projection:
     """Lock-step batch time N*p + N/(C-1)*(e+o) + L; async min(1/p, (C-1)/(e+o)); ceiling C/e."""
-    batch = num_envs * costs.p + num_envs / (cores - 1) * (costs.e + costs.o) + costs.latency
-    asynchronous = min(1 / costs.p if costs.p > 0 else math.inf, (cores - 1) / (costs.e + costs.o))
+    work = max(costs.e + costs.o, 1e-12)  # a worker's CPU per env step (> 0 even where o was measured below -e)
+    batch = num_envs * costs.p + num_envs / (cores - 1) * work + costs.latency
+    asynchronous = min(1 / costs.p if costs.p > 0 else math.inf, (cores - 1) / work)
     ceiling = cores / costs.e if costs.e > 0 else math.inf
     return Projection(cores, batch, num_envs / batch, asynchronous, ceiling)
 
@@ -406,7 +411,8 @@ def _env_table(args: OverheadArgs, env: str, spins: SpinFile) -> list[str]:
     lines = [f"## {ENV_LABELS[env]} x {args.num_envs}{length}: e = {1e6 * e:.2f} us of CPU per step", ""]
     header = ["method", "steps/s", "p us", "p_net us", "o us", "o_net us", "note"]
     lines += markdown_table(header, [r.cells() for r in rows.values() if isinstance(r, Row)], "lrrrrrl")
-    lines += ["", *(f"- {r}" for r in rows.values() if isinstance(r, str)), ""]
+    skipped = [f"- {r}" for r in rows.values() if isinstance(r, str)]
+    lines += ["", *skipped, ""] if skipped else [""]
     return lines + projection_lines(args, rows, e) + [""]
 
 
