@@ -69,3 +69,14 @@ def test_each_command_prints_its_help_from_any_folder(installed, tmp_path, comma
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: {command} ")
     assert COMMANDS[command] in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_the_installed_run_atari_steps_envs_in_worker_processes(installed, tmp_path):
+    pytest.importorskip("ale_py", reason="vec-envs-run-atari needs ale-py (the atari extra)")
+    done = subprocess.run([str(installed / "bin" / "vec-envs-run-atari"), "--backend", "subproc", "--num-envs", "2",
+                           "--steps", "16"], cwd=tmp_path, env=command_env(installed), capture_output=True, text=True,
+                          timeout=240, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Breakout" in done.stdout and "2 envs on subproc" in done.stdout
+    assert "summary: steps 16 |" in done.stdout
