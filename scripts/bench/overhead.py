@@ -128,7 +128,6 @@ def _counting(spin_until: Callable[..., Any], add: Callable[[float], None]) -> C
         finally:
             add(time.thread_time() - start)
 
-    counted.original = spin_until  # type: ignore[attr-defined]
     return counted
 
 
