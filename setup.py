@@ -43,6 +43,13 @@ setup(
         "tqdm>=4.60",
     ],
     extras_require=extras,
+    entry_points={
+        "console_scripts": [
+            "vec-envs-run-atari = vec_envs.cli.run_atari:main",
+            "vec-envs-train-ppo = vec_envs.cli.train_ppo:main",
+            "vec-envs-convert-vecnormalize = vec_envs.cli.convert_vecnormalize:main",
+        ],
+    },
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

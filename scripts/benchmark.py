@@ -1,33 +1,72 @@
-"""Benchmark vec_envs' backends against gymnasium's, SB3's and EnvPool's (when installed).
+"""Benchmark vec_envs' backends against gymnasium's, SB3's and EnvPool's (where installed).
 
-Each cell (workload x method x repeat) runs in a fresh process: it builds and resets the
-batch, warms up, then steps it for a timed window with pre-sampled actions and reports
-env steps per second (summed over the batch). The parent samples the cell's whole
-process tree (CPU, peak memory). Lock-step methods call ``step``; recv/send methods
-loop ``recv()`` + ``send(actions[ids], ids)``. The machine ceiling is one raw env loop
-per available core, all at once. The harness lives in ``scripts/bench/``.
+    python scripts/benchmark.py workloads                 # W1..W5: every method, 3 repeats of 5 s
+    python scripts/benchmark.py workloads --quick         # a short run
+    python scripts/benchmark.py workloads --workloads M   # the many-core workloads
+    python scripts/benchmark.py overhead                  # where a batch's CPU goes; the cost model
+    python scripts/benchmark.py ale                       # ALEVecEnv on W4, side by side
+    python scripts/benchmark.py wrappers --env pong       # what the wrapper stack adds to a step
+    python scripts/benchmark.py interop --clock cpu       # what each interop adapter adds
+    python scripts/benchmark.py ray                       # RayVecEnv against SubprocVecEnv
+    python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
+    python scripts/benchmark.py COMMAND --help            # every option, with its default
 
-Usage:
-    python scripts/benchmark.py                      # the 2-core workloads W1..W5, 3 repeats of 5 s
-    python scripts/benchmark.py --quick              # a short run
-    python scripts/benchmark.py --workloads M        # the many-core workloads M1, M3, M4, M5
-    python scripts/benchmark.py --workloads W1,W5 --methods ceiling,dummy,subproc,subproc-async,gym-sync
-    python scripts/benchmark.py --list               # workloads and method keys
+The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from typing import Any
 
-SCRIPTS = Path(__file__).resolve().parent
-for _path in (str(SCRIPTS.parent), str(SCRIPTS)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+from bench.machine import require
+from bench.micro import (
+    AgentPauseArgs,
+    AleArgs,
+    InteropArgs,
+    RayArgs,
+    WrappersArgs,
+    run_agent_pause,
+    run_ale,
+    run_interop,
+    run_ray,
+    run_wrappers,
+)
+from bench.overhead import OverheadArgs, run_overhead
+from bench.suite import WorkloadsArgs, run_workloads
 
-from bench.extras import require  # noqa: E402
+from vec_envs.cli.args import parse_subcommands
+
+COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads command is run by main
+    "workloads": (WorkloadsArgs, lambda args: 0),
+    "overhead": (OverheadArgs, run_overhead),
+    "ale": (AleArgs, run_ale),
+    "wrappers": (WrappersArgs, run_wrappers),
+    "interop": (InteropArgs, run_interop),
+    "ray": (RayArgs, run_ray),
+    "agent-pause": (AgentPauseArgs, run_agent_pause),
+}
+NEEDS = {  # command -> (modules, extra) beyond the bench extra
+    "ale": (["ale_py"], "atari"),
+    "ray": (["ray"], "ray"),
+    "interop": (["stable_baselines3"], "sb3"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns its exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name, args = parse_subcommands({key: cls for key, (cls, _) in COMMANDS.items()}, argv,
+                                   __doc__.split("\n\n")[0], prog="benchmark.py")
+    require(f"benchmark.py {name}")
+    if name in NEEDS:
+        require(f"benchmark.py {name}", *NEEDS[name])
+    if name == "wrappers" and args.env == "pong":
+        require("benchmark.py wrappers --env pong", ["ale_py"], "atari")
+    if name == "workloads":  # the report quotes its command line
+        return run_workloads(args, " ".join(["python scripts/benchmark.py", *argv]))
+    return COMMANDS[name][1](args)
+
 
 if __name__ == "__main__":
-    require("benchmark.py")
-    from bench.cli import main
-
-    sys.exit(main())
+    raise SystemExit(main())

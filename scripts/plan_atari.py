@@ -11,32 +11,35 @@ random policy over the same number of env steps.
 """
 from __future__ import annotations
 
-import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.spaces import Discrete
 
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
+from vec_envs.cli.args import parse_args
+from vec_envs.extras import install_hint
 
-NO_ALE = 'plan_atari.py needs ale-py (the Atari emulator): pip install -e ".[atari]"'
 
+@dataclass
+class Args:
+    """Random-shooting planning on an Atari game with VecEnvBase.step_batch, against a random policy."""
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env-id", default="ALE/Boxing-v5", help="an ALE game id")
-    parser.add_argument("--steps", type=int, default=400, help="env steps the planner (and random) play")
-    parser.add_argument("--num-envs", type=int, default=18, help="rollouts per decision (one env each)")
-    parser.add_argument("--horizon", type=int, default=8, help="decisions per rollout")
-    parser.add_argument("--action-repeat", type=int, default=4, help="env steps per decision (step_batch dt)")
-    parser.add_argument("--gamma", type=float, default=0.98, help="discount per decision within a rollout")
-    parser.add_argument("--sticky", type=float, default=0.25, help="repeat_action_probability of the game")
-    parser.add_argument("--backend", choices=("subproc", "dummy"), default="subproc", help="VecEnv backend")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the game and of the planner")
-    return parser.parse_args(argv)
+    env_id: str = field(default="ALE/Boxing-v5", metadata={"help": "an ALE game id"})
+    steps: int = field(default=400, metadata={"help": "env steps the planner (and random) play"})
+    num_envs: int = field(default=18, metadata={"help": "rollouts per decision (one env each)"})
+    horizon: int = field(default=8, metadata={"help": "decisions per rollout"})
+    action_repeat: int = field(default=4, metadata={"help": "env steps per decision (step_batch dt)"})
+    gamma: float = field(default=0.98, metadata={"help": "discount per decision within a rollout"})
+    sticky: float = field(default=0.25, metadata={"help": "repeat_action_probability of the game"})
+    backend: Literal["subproc", "dummy"] = field(default="subproc", metadata={"help": "VecEnv backend"})
+    seed: int = field(default=1, metadata={"help": "seed of the game and of the planner"})
 
 
 def make_env(env_id: str, sticky: float) -> Callable[[], gym.Env]:
@@ -48,7 +51,12 @@ def make_env(env_id: str, sticky: float) -> Callable[[], gym.Env]:
     return thunk
 
 
-def rollout_returns(venv: VecEnvBase, root: Any, first: np.ndarray, args: argparse.Namespace,
+def n_actions(venv: VecEnvBase) -> int:
+    """The number of actions of an Atari game (a Discrete action space)."""
+    return int(cast(Discrete, venv.action_space).n)
+
+
+def rollout_returns(venv: VecEnvBase, root: Any, first: np.ndarray, args: Args,
                     rng: np.random.Generator) -> tuple[np.ndarray, tuple]:
     """Discounted return of every rollout from ``root``, and the result of its first decision."""
     n, k = venv.num_envs, args.action_repeat
@@ -56,20 +64,20 @@ def rollout_returns(venv: VecEnvBase, root: Any, first: np.ndarray, args: argpar
     states, _, rewards, terminated, truncated, _ = first_step
     returns, alive = rewards.astype(np.float64), ~(terminated | truncated)
     for h in range(1, args.horizon):
-        _, rewards, terminated, truncated, _ = venv.step_batch(rng.integers(venv.action_space.n, size=n), dt=k)
+        _, rewards, terminated, truncated, _ = venv.step_batch(rng.integers(n_actions(venv), size=n), dt=k)
         returns += args.gamma ** h * rewards * alive
         alive &= ~(terminated | truncated)
     return returns, first_step
 
 
-def plan(venv: VecEnvBase, args: argparse.Namespace) -> tuple[float, int]:
+def plan(venv: VecEnvBase, args: Args) -> tuple[float, int]:
     """Play ``args.steps`` env steps by random shooting; returns (score, simulated env steps)."""
     rng = np.random.default_rng(args.seed)
     venv.seed(args.seed)
     venv.reset()
     state, score, simulated = venv.get_states([0])[0], 0.0, 0
     for _ in range(args.steps // args.action_repeat):
-        first = np.resize(rng.permutation(venv.action_space.n), venv.num_envs)
+        first = np.resize(rng.permutation(n_actions(venv)), venv.num_envs)
         returns, (states, _, rewards, terminated, truncated, _) = rollout_returns(venv, state, first, args, rng)
         simulated += venv.num_envs * args.horizon * args.action_repeat
         best = rng.choice(np.flatnonzero(returns == returns.max()))
@@ -79,20 +87,21 @@ def plan(venv: VecEnvBase, args: argparse.Namespace) -> tuple[float, int]:
     return score, simulated
 
 
-def play_random(venv: VecEnvBase, args: argparse.Namespace) -> np.ndarray:
+def play_random(venv: VecEnvBase, args: Args) -> np.ndarray:
     """Each env's score over the first ``args.steps`` env steps of a random policy."""
     rng = np.random.default_rng(args.seed + 1)
     venv.seed(args.seed)
     venv.reset()
     scores, alive = np.zeros(venv.num_envs), np.ones(venv.num_envs, bool)
     for _ in range(args.steps):
-        _, rewards, dones, _ = venv.step(rng.integers(venv.action_space.n, size=venv.num_envs))
+        _, rewards, dones, _ = venv.step(rng.integers(n_actions(venv), size=venv.num_envs))
         scores += rewards * alive
         alive &= ~dones
     return scores
 
 
-def main(args: argparse.Namespace) -> None:
+def compare(args: Args) -> None:
+    """Play with the planner, then randomly; print both scores."""
     backend = SubprocVecEnv if args.backend == "subproc" else DummyVecEnv
     with backend([make_env(args.env_id, args.sticky)] * args.num_envs) as venv:
         start = time.perf_counter()
@@ -107,10 +116,18 @@ def main(args: argparse.Namespace) -> None:
           f"(mean of {venv.num_envs} episodes, {random_s:.1f} s)")
 
 
-if __name__ == "__main__":
-    arguments = parse_args()
+def main(argv: list[str] | None = None) -> int:
+    """Run the comparison; returns the exit status (1: ale-py is not installed)."""
+    args = parse_args(Args, argv, __doc__.split("\n\n")[0])
     try:
         import ale_py  # noqa: F401
     except ImportError:
-        sys.exit(NO_ALE)
-    main(arguments)
+        print(f"{os.path.basename(sys.argv[0])} needs ale-py (the Atari emulator): {install_hint('atari')}",
+              file=sys.stderr)
+        return 1
+    compare(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

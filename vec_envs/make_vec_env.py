@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from vec_envs.arguments import check_env_fns, check_int
+from vec_envs.extras import missing_extra
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -32,7 +33,7 @@ def make_env(env_id: str, **env_kwargs: Any) -> gym.Env:
             try:
                 importlib.import_module(package)
             except ImportError as exc:
-                raise ImportError(f"{env_id} needs {package}: pip install -e \".[atari]\"") from exc
+                raise missing_extra("atari", f"{env_id} needs {package}") from exc
     return gym.make(env_id, **env_kwargs)
 
 

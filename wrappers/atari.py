@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.arguments import check_int
+from vec_envs.extras import install_hint
 from vec_envs.monitoring.episode_monitor import EpisodeMonitor  # re-exported: wrappers.atari.EpisodeMonitor
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
-NO_ALE = "Atari envs need ale-py (the ROMs ship inside it): pip install -e \".[atari]\""
+NO_ALE = f"Atari envs need ale-py (the ROMs ship inside it): {install_hint('atari')}"
 UNKNOWN_ID = ("unknown Atari env id {env_id!r}{hint}; expected a game name such as {examples}, "
               "or a full id such as 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
 NOT_ATARI = "env id {env_id!r} is registered, but not as an Atari (ale_py) env"

@@ -15,6 +15,7 @@ import numpy as np
 
 from vec_envs.arguments import check_int
 from vec_envs.errors import VecEnvError
+from vec_envs.extras import install_hint
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
@@ -23,7 +24,7 @@ __all__ = ["VecVideoRecorder"]
 
 VIDEO_MODULES = ("imageio", "imageio_ffmpeg")
 MISSING_VIDEO_DEPS = ('VecVideoRecorder needs imageio and imageio-ffmpeg to write MP4 files '
-                      '(missing: {missing}): pip install -e ".[video]"')
+                      f"(missing: {{missing}}): {install_hint('video')}")
 FOLDER_NOT_WRITABLE = "VecVideoRecorder: video_folder {folder!r} is not a writable directory ({reason})"
 FRAME_SIZE_CHANGED = ("VecVideoRecorder: frame {index} of {path} is {received} pixels (height, width), "
                       "but the clip started with {expected}; every frame of a clip must have one size")

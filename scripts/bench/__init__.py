@@ -1,25 +1,20 @@
-"""The benchmark harness behind ``scripts/benchmark.py`` and ``scripts/bench_*.py``.
+"""The benchmark harness behind ``scripts/benchmark.py``, one module per concern:
 
-One module per concern, in the order a run uses them:
-
-- ``envs``, ``workloads``: the envs stepped and the batches made of them (W1..W5, M1..M5).
-- ``steppers``, ``methods``: every contender behind one stepping interface, and how each
-  is built (ours, ALEVecEnv, gymnasium, SB3, EnvPool; lock-step and recv/send).
-- ``timing``: the timing loops (throughput window, per-call latency), shared by every script.
-- ``ceiling``: the machine ceiling, one raw env loop per core running at once.
-- ``cell``: one method on one workload, measured in a fresh process.
+- ``envs``: the envs stepped and the workloads made of them (W1..W5, M1..M5).
+- ``contenders``: every contender behind one stepping interface, and how each is built.
+- ``harness``: the measurement, once: timing loops, one cell in a fresh process, the
+  machine ceiling.
 - ``tree``: the parent's side of a cell: its process tree's CPU and memory, timeouts.
-- ``machine``: one line describing the machine and the versions measured.
-- ``summary``, ``targets``, ``table``, ``report``, ``plot``: from cell records to the
-  Markdown report and its chart.
-- ``args``, ``extras``, ``cli``: command lines (an ``Args`` dataclass per script) and the
-  check for the ``bench`` extra.
+- ``report``: medians, targets, Markdown tables and the chart.
+- ``machine``: the machine line and the check for the ``bench`` extra.
+- ``micro``: the focused measurements (ALEVecEnv on W4, wrappers, interop, Ray, agent pauses).
+- ``overhead``: where a batch's CPU goes (the driving thread, the workers) and the cost model.
 
-The scripts put ``scripts/`` on ``sys.path``, so this package imports as ``bench``.
+``python scripts/benchmark.py`` puts ``scripts/`` first on ``sys.path``, so this package
+imports as ``bench``.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1]
-REPO = SCRIPTS.parent

@@ -1,9 +1,14 @@
-"""The envs the benchmarks step, built by name.
+"""The envs the benchmarks step, built by name, and the workloads made of them.
 
 A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
-env factories by reference instead of receiving them pickled by value.
+env factories by reference instead of receiving them pickled by value. W1..W5 are sized
+for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs.
 
 Example:
+    >>> WORKLOADS["W4"].title
+    'ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4 + frame stack 4 x 8'
+    >>> ZeroCostEnv(episode_length=2).reset()[0].shape
+    (4,)
     >>> env = make_env("busy", index=0, spin_per_ms=1_000)
     >>> obs, info = env.reset(seed=0)
     >>> obs, reward, terminated, truncated, info = env.step(0)
@@ -14,19 +19,24 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["ENVS", "StragglerEnv", "make_env", "make_ale", "calibrate_spin"]
+from vec_envs.extras import install_hint
+
+__all__ = ["ENVS", "WORKLOADS", "Workload", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv", "make_env",
+           "make_ale", "make_pong", "calibrate_spin"]
 
 ENVS = {
     "cartpole": "CartPole-v1",
     "pong": "ALE/Pong-v5 (frame skip 4, 210x160x3 RGB)",
     "breakout": "ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4",
     "busy": "synthetic straggler env (0.2-2 ms pure-Python work per step)",
+    "zero": "zero-cost env (a step does nothing)",
 }
 STRAGGLER_MS = (0.2, 2.0)
 STRAGGLER_EPISODE = 200
@@ -98,23 +108,73 @@ class StragglerEnv(gym.Env):
         return obs, 1.0, self._t >= self._episode_length, False, {}
 
 
+class ZeroCostEnv(gym.Env):
+    """CartPole's spaces and a step that does nothing: what a VecEnv itself costs per step.
+
+    Args:
+        episode_length: steps until the episode is truncated (an episode end costs a reset).
+    """
+
+    observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, episode_length: int = 500) -> None:
+        self.obs, self.t, self.episode_length = np.zeros(4, np.float32), 0, episode_length
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        self.t = 0
+        return self.obs, {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        return self.obs, 1.0, False, self.t >= self.episode_length, {}
+
+
+class SyntheticFrameEnv(gym.Env):
+    """84x84x1 uint8 frames cycled from a pre-drawn set: almost no work per step."""
+
+    def __init__(self, episode_length: int = 1000, seed: int = 0) -> None:
+        self.observation_space = spaces.Box(0, 255, (84, 84, 1), np.uint8)
+        self.action_space = spaces.Discrete(6)
+        self.frames = np.random.default_rng(seed).integers(0, 256, (16, 84, 84, 1), dtype=np.uint8)
+        self.episode_length, self.t = episode_length, 0
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        self.t = 0
+        return self.frames[0], {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        return self.frames[self.t % 16], float(self.t % 7 == 0), self.t >= self.episode_length, False, {}
+
+
 def make_ale(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
     try:
         import ale_py
     except ImportError as exc:
-        raise ImportError(f'{env_id} needs ale-py: pip install -e ".[atari]"') from exc
+        raise ImportError(f"{env_id} needs ale-py: {install_hint('atari')}") from exc
     gym.register_envs(ale_py)
     return gym.make(env_id, **kwargs)
 
 
-def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000) -> gym.Env:
+def make_pong() -> gym.Env:
+    """ALE/Pong-v5 with frame skip 4 and 84x84 gray frames (no sticky actions)."""
+    env = make_ale("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0)
+    return gym.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, grayscale_obs=True,
+                                           grayscale_newaxis=True)
+
+
+def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000, episode_length: int = 500) -> gym.Env:
     """Build env ``index`` of a batch of ``env`` (the same env for every method).
 
     Args:
         env: a key of ``ENVS``.
         index: the env's place in the batch (seeds the straggler work of ``busy``).
         spin_per_ms: ``busy`` only: loop iterations per millisecond of work.
+        episode_length: ``zero`` only: steps per episode.
 
     Returns:
         The gymnasium env, wrapped as ``gym.make`` wraps it.
@@ -129,4 +189,47 @@ def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000) -> gym.Env:
                                                grayscale_obs=True, grayscale_newaxis=True)
     if env == "busy":
         return StragglerEnv(seed=index, spin_per_ms=spin_per_ms)
+    if env == "zero":
+        return ZeroCostEnv(episode_length)
     raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """``num_envs`` copies of one env of this module.
+
+    Attributes:
+        key: short name on the command line (``W1`` .. ``W5``, ``M1`` .. ``M5``).
+        env: the env's key in ``ENVS``.
+        num_envs: envs in the batch.
+        frame_stack: frames stacked over the batch after stepping (0: none).
+    """
+
+    key: str
+    env: str
+    num_envs: int
+    frame_stack: int = 0
+
+    @property
+    def title(self) -> str:
+        """What the table heading says."""
+        stack = f" + frame stack {self.frame_stack}" if self.frame_stack else ""
+        return f"{ENVS[self.env]}{stack} x {self.num_envs}"
+
+    @property
+    def many_core(self) -> bool:
+        """Sized for a 16-64 core machine (the M workloads)."""
+        return self.key.startswith("M")
+
+
+WORKLOADS: dict[str, Workload] = {w.key: w for w in [
+    Workload("W1", "cartpole", 8),
+    Workload("W2", "cartpole", 64),
+    Workload("W3", "pong", 8),
+    Workload("W4", "breakout", 8, frame_stack=4),
+    Workload("W5", "busy", 8),
+    Workload("M1", "cartpole", 256),
+    Workload("M3", "pong", 32),
+    Workload("M4", "breakout", 32, frame_stack=4),
+    Workload("M5", "busy", 32),
+]}

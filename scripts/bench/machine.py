@@ -1,15 +1,42 @@
-"""One line describing the machine a run measured on."""
+"""The machine a run measures on: one line describing it, and the check for the ``bench`` extra.
+
+Example:
+    >>> missing(["json", "no_such_module_here"])
+    ['no_such_module_here']
+"""
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import platform
+import sys
+from collections.abc import Sequence
 
-import psutil
+from vec_envs.extras import install_hint
 
-from bench.ceiling import available_cores
+__all__ = ["machine_line", "missing", "require", "BENCH"]
 
-__all__ = ["machine_line"]
+BENCH = ("psutil", "matplotlib")
+
+
+def missing(modules: Sequence[str]) -> list[str]:
+    """The ``modules`` that cannot be imported here."""
+    absent = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            absent.append(name)
+    return absent
+
+
+def require(command: str, modules: Sequence[str] = BENCH, extra: str = "bench") -> None:
+    """Exit with one line on stderr (status 1) when any of ``modules`` is not installed."""
+    absent = missing(modules)
+    if absent:
+        print(f"{command} needs {' and '.join(absent)}: {install_hint(extra)}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 def _version(name: str) -> str:
@@ -31,6 +58,10 @@ def _cpu_model() -> str:
 
 def machine_line() -> str:
     """CPU model, cores, RAM, load, and the versions that matter."""
+    import psutil
+
+    from bench.harness import available_cores
+
     versions = ", ".join(f"{name} {_version(name)}"
                          for name in ("numpy", "gymnasium", "ale-py", "envpool", "stable_baselines3", "ray"))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

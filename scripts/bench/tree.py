@@ -19,8 +19,8 @@ from typing import Any
 
 import psutil
 
-from bench import REPO, SCRIPTS
-from bench.cell import MARK, CellSpec
+from bench import SCRIPTS
+from bench.harness import MARK, CellSpec
 
 __all__ = ["run_cell_process", "machine_busy_s"]
 
@@ -104,9 +104,9 @@ def kill_leftovers(procs: list[psutil.Process], grace_s: float = 3.0) -> int:
 
 
 def cell_environ() -> dict[str, str]:
-    """The cell's environment: the repo and scripts/ first on PYTHONPATH (for every worker)."""
+    """The cell's environment: scripts/ first on PYTHONPATH, so the cell and its workers import ``bench``."""
     env = dict(os.environ)
-    paths = [str(REPO), str(SCRIPTS), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    paths = [str(SCRIPTS), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
 
@@ -139,7 +139,7 @@ def read_markers(proc: subprocess.Popen[str], root: psutil.Process) -> dict[str,
 
 def run_cell_process(spec: CellSpec, timeout: float) -> dict[str, Any]:
     """Run one cell in a fresh process; its result plus CPU %, peak MB, or an error."""
-    cmd = [sys.executable, "-m", "bench.cell", spec.to_json()]
+    cmd = [sys.executable, "-m", "bench.harness", spec.to_json()]
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=cell_environ(), cwd=SCRIPTS) as proc:
         root, timed_out = psutil.Process(proc.pid), threading.Event()

@@ -354,7 +354,7 @@ def test_run_atari_backend_ale_reports_real_scores_and_records_video(tmp_path):
 
 
 def test_bench_ale_runs_its_cells_side_by_side():
-    proc = run_script("bench_ale.py", "--methods", "ale", "--repeats", "1", "--window", "0.1", "--warmup", "0")
+    proc = run_script("benchmark.py", "ale", "--methods", "ale", "--repeats", "1", "--window", "0.1", "--warmup", "0")
     assert proc.returncode == 0, proc.stderr
     row = r"^\| ALEVecEnv\(frame_stack=4\), step\(\) \| \d+ \| \d+ \| - \| \d+ \|$"
     assert re.search(row, proc.stdout, re.MULTILINE)

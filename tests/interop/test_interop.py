@@ -277,8 +277,8 @@ def test_to_sb3_set_options_reach_the_envs_at_the_next_reset(closing):
 # ------------------------------------------------------------------ the overhead script
 def test_bench_interop_smoke_run():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    script = os.path.join(repo, "scripts", "bench_interop.py")
-    done = subprocess.run([sys.executable, script, "--rounds", "1", "--steps", "20", "--clock", "cpu"],
+    script = os.path.join(repo, "scripts", "benchmark.py")
+    done = subprocess.run([sys.executable, script, "interop", "--rounds", "1", "--steps", "20", "--clock", "cpu"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[2:]}

@@ -1,10 +1,11 @@
-"""The benchmark scripts: smoke runs with tiny windows, and the report pieces on their own.
+"""scripts/benchmark.py and its subcommands: smoke runs with tiny windows, and the report pieces on their own.
 
 Nothing here is timed: the numbers only have to be numbers. The smoke runs start
 together (each in its own process) and are awaited by the tests that read them.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -16,25 +17,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vec_envs.cli.args import parse_args
+
 pytest.importorskip("psutil")
 pytest.importorskip("matplotlib")
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
-if str(SCRIPTS) not in sys.path:
+if str(SCRIPTS) not in sys.path:  # the harness imports as ``bench``, as when scripts/benchmark.py runs
     sys.path.insert(0, str(SCRIPTS))
-
-from bench.args import parse  # noqa: E402
-from bench.ceiling import measure_ceiling  # noqa: E402
-from bench.cli import GROUPS, Args, default_out, main, plan_cells, select  # noqa: E402
-from bench.envs import make_env  # noqa: E402
-from bench.methods import METHODS, unavailable  # noqa: E402
-from bench.steppers import FrameStacker, RecvSendStepper  # noqa: E402
-from bench.summary import Summary, summarize  # noqa: E402
-from bench.table import LatencyStats, markdown_table  # noqa: E402
-from bench.targets import checks  # noqa: E402
-from bench.timing import run_for, time_calls  # noqa: E402
-from bench.workloads import WORKLOADS  # noqa: E402
+benchmark = importlib.import_module("benchmark")
+contenders = importlib.import_module("bench.contenders")
+envs = importlib.import_module("bench.envs")
+harness = importlib.import_module("bench.harness")
+overhead = importlib.import_module("bench.overhead")
+report = importlib.import_module("bench.report")
+suite = importlib.import_module("bench.suite")
+METHODS, WORKLOADS, unavailable = contenders.METHODS, envs.WORKLOADS, contenders.unavailable
 
 WORKLOADS_RUN = ["W5"]
 METHODS_RUN = ["ceiling", "dummy", "dummy-async", "subproc", "gym-sync"]
@@ -42,16 +41,15 @@ HEADER = ["method", "steps/s median (min-max)", "/ Sync", "% of ceiling", "steps
           "peak MB"]
 NUMBER = r"\d[\d,]*(\.\d+)?"
 RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
-SMOKE = {
-    "benchmark": ["benchmark.py", "--workloads", ",".join(WORKLOADS_RUN), "--methods", ",".join(METHODS_RUN),
+SMOKE = {  # name -> the subcommand of scripts/benchmark.py and its options
+    "benchmark": ["workloads", "--workloads", ",".join(WORKLOADS_RUN), "--methods", ",".join(METHODS_RUN),
                   "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
-    "agent_pause": ["bench_agent_pause.py", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
-    "wrappers": ["bench_wrappers.py", "--env", "synthetic", "--backend", "subproc", "--steps", "2",
-                 "--rounds", "4"],
-    "ale": ["bench_ale.py", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
-    "ray": ["bench_ray.py", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1",
-            "--pings", "5"],
-    "profile_parent": ["profile_parent.py", "--num-envs", "4", "--in-series", "2", "--env", "zero", "--seconds", "0.2"],
+    "agent_pause": ["agent-pause", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
+    "wrappers": ["wrappers", "--env", "synthetic", "--backend", "subproc", "--steps", "2", "--rounds", "4"],
+    "ale": ["ale", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
+    "ray": ["ray", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1", "--pings", "5"],
+    "overhead": ["overhead", "--num-envs", "4", "--in-series", "2", "--envs", "zero", "--episode-length", "50",
+                 "--seconds", "0.2", "--methods", "dummy,subproc,subproc-async,envpool", "--project-cores", "3,64"],
 }
 
 
@@ -60,9 +58,9 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
     """Start every smoke run at once; ``smoke[name]()`` waits for one: ``(CompletedProcess, cache dir)``."""
     cache = tmp_path_factory.mktemp("cache")
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), **RAY_LOOPBACK}
-    procs = {name: subprocess.Popen([sys.executable, str(SCRIPTS / script), *args], stdout=subprocess.PIPE,
+    procs = {name: subprocess.Popen([sys.executable, str(SCRIPTS / "benchmark.py"), *args], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-             for name, (script, *args) in SMOKE.items()}
+             for name, args in SMOKE.items()}
     done: dict = {}
 
     def result(name: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -109,8 +107,7 @@ def test_benchmark_writes_its_results_to_the_user_cache(smoke):
     written = re.search(r"results written to (\S+)/ ", run.stderr)
     assert written, run.stderr[-1000:]
     out = Path(written.group(1))
-    assert out.is_relative_to(cache / "vec_envs" / "bench")
-    assert not out.is_relative_to(REPO)
+    assert out.is_relative_to(cache / "vec_envs" / "bench") and not out.is_relative_to(REPO)
     for name in ("results.md", "ratios.png", "cells.json"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "results.md").read_text(encoding="utf-8") == run.stdout.rstrip("\n") + "\n"
@@ -119,8 +116,7 @@ def test_benchmark_writes_its_results_to_the_user_cache(smoke):
 @pytest.mark.timeout(120)
 def test_benchmark_reports_every_method_or_why_it_could_not_run(smoke):
     run, _ = smoke("benchmark")
-    assert "Machine:" in run.stdout
-    assert "Settings: `python scripts/benchmark.py --workloads W5 " in run.stdout
+    assert "Machine:" in run.stdout and "Settings: `python scripts/benchmark.py workloads --workloads W5 " in run.stdout
     tables = workload_tables(run.stdout)
     assert [h.split(":")[0] for h in tables] == [f"## {w}" for w in WORKLOADS_RUN]
     for w, (heading, rows) in zip(WORKLOADS_RUN, tables.items(), strict=True):
@@ -146,30 +142,32 @@ def test_benchmark_marks_each_target(smoke):
                      targets), targets
 
 
-def test_benchmark_without_psutil_says_which_extra_to_install():
-    code = ("import runpy, sys; sys.modules['psutil'] = None; sys.argv = ['benchmark.py', '--quick']; "
-            f"runpy.run_path({str(SCRIPTS / 'benchmark.py')!r}, run_name='__main__')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+def test_benchmark_without_psutil_says_which_extra_to_install(tmp_path):
+    stub = tmp_path / "psutil"  # an installed psutil is hidden behind a package that fails to import
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError('No module named psutil (hidden by the test)')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "workloads", "--quick"], env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert done.stderr == 'benchmark.py needs psutil: pip install -e ".[bench]"\n'
+    assert done.stderr == ('benchmark.py workloads needs psutil: pip install -e ".[bench]" (from a checkout) or '
+                           'pip install "vec_envs[bench]"\n')
     assert done.stdout == ""
 
 
 def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
-    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "--workloads", "W9"],
+    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "workloads", "--workloads", "W9"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "error: --workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
     with pytest.raises(SystemExit) as exited:
-        main(["--repeats", "0"])
-    assert exited.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
-        "error: --repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received 0, 5.0, "
-        "300.0, 1.0")
+        benchmark.main(["workloads", "--repeats", "0"])
+    assert exited.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1] == (
+        "benchmark.py workloads: error: --repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; "
+        "received 0, 5.0, 300.0, 1.0 (see --help)")
 
 
-# ---------------------------------------------------------------- the other scripts
+# ---------------------------------------------------------------- the other subcommands
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name,pattern", [
     ("agent_pause", rf"\| 2 \| {NUMBER} \| {NUMBER} \| {NUMBER} \|"),
@@ -179,7 +177,7 @@ def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
             rf"bare Ray round trip \(no-op actor call\): {NUMBER} ms median"),
     ("ale", r"\| ale-py AtariVectorEnv \(raw engine\) \| \d+ \| \d+ \| - \|"),
 ], ids=["agent_pause", "wrappers", "ray", "ale"])
-def test_each_bench_script_prints_its_table(smoke, name, pattern):
+def test_each_subcommand_prints_its_table(smoke, name, pattern):
     done, _ = smoke(name)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(pattern, done.stdout, re.S), done.stdout
@@ -187,16 +185,16 @@ def test_each_bench_script_prints_its_table(smoke, name, pattern):
 
 # ---------------------------------------------------------------- the pieces
 def test_markdown_table_aligns_and_rejects_ragged_rows():
-    assert markdown_table(["a", "b"], [["x", "1"]]) == ["| a | b |", "|---|---:|", "| x | 1 |"]
-    assert markdown_table(["a", "b"], [], "ll")[1] == "|---|---|"
+    assert report.markdown_table(["a", "b"], [["x", "1"]]) == ["| a | b |", "|---|---:|", "| x | 1 |"]
+    assert report.markdown_table(["a", "b"], [], "ll")[1] == "|---|---|"
     with pytest.raises(ValueError, match=r"row \['x'\] has 1 cells, the header 2"):
-        markdown_table(["a", "b"], [["x"]])
+        report.markdown_table(["a", "b"], [["x"]])
     with pytest.raises(ValueError, match="align 'l' has 1 columns, the header 2"):
-        markdown_table(["a", "b"], [], "l")
+        report.markdown_table(["a", "b"], [], "l")
 
 
 def test_latency_stats_in_milliseconds():
-    stats = LatencyStats.of(np.array([0.001] * 9 + [0.011]))
+    stats = report.LatencyStats.of(np.array([0.001] * 9 + [0.011]))
     assert (stats.median_ms, round(stats.p90_ms, 6), round(stats.mean_ms, 6)) == (1.0, 2.0, 2.0)
 
 
@@ -204,31 +202,30 @@ def test_summary_takes_medians_and_keeps_failures():
     records = [{"workload": "W1", "method": "dummy", "steps_per_s": r, "build_s": 0.1, "peak_mb": 50.0,
                 "cpu_pct": 100.0, "note": "n"} for r in (3.0, 1.0, 2.0)]
     records.append({"workload": "W1", "method": "subproc", "error": "EnvWorkerError: boom"})
-    sums = summarize(records)
+    sums = report.summarize(records)
     assert (sums["W1", "dummy"].rate, sums["W1", "dummy"].low, sums["W1", "dummy"].high) == (2.0, 1.0, 3.0)
     assert sums["W1", "dummy"].notes == {"n"}
-    assert not sums["W1", "subproc"].ran
-    assert sums["W1", "subproc"].errors == ["EnvWorkerError: boom"]
+    assert not sums["W1", "subproc"].ran and sums["W1", "subproc"].errors == ["EnvWorkerError: boom"]
 
 
 def test_targets_are_marked_met_missed_or_not_measured():
-    sums = {("W5", "gym-sync"): Summary(rate=100.0), ("W5", "dummy"): Summary(rate=90.0),
-            ("W5", "subproc"): Summary(rate=150.0), ("W5", "subproc-async"): Summary(rate=210.0)}
-    rows = {row[1]: row[2:] for row in (c.row() for c in checks("W5", sums))}
+    sums = {("W5", "gym-sync"): report.Summary(rate=100.0), ("W5", "dummy"): report.Summary(rate=90.0),
+            ("W5", "subproc"): report.Summary(rate=150.0), ("W5", "subproc-async"): report.Summary(rate=210.0)}
+    rows = {row[1]: row[2:] for row in (c.row() for c in report.checks("W5", sums))}
     assert rows["best of ours / gymnasium SyncVectorEnv (SubprocVecEnv() recv/send, batch_size num_envs/2)"] \
         == ["2.10x", ">= 2.0x", "met"]
     assert rows["best recv/send of ours / best lock-step of ours (SubprocVecEnv() recv/send, batch_size "
                 "num_envs/2 / SubprocVecEnv())"] == ["1.40x", ">= 1.1x", "met"]
     assert rows["SubprocVecEnv() / DummyVecEnv"] == ["1.67x", ">= 1.0x", "met"]
-    m3 = {row[1].split(" (")[0]: row[2:] for row in (c.row() for c in checks("M3", {
-        ("M3", "ceiling"): Summary(rate=100.0), ("M3", "subproc"): Summary(rate=50.0)}))}
+    m3 = {row[1].split(" (")[0]: row[2:] for row in (c.row() for c in report.checks("M3", {
+        ("M3", "ceiling"): report.Summary(rate=100.0), ("M3", "subproc"): report.Summary(rate=50.0)}))}
     assert m3["best lock-step of ours / machine ceiling"] == ["0.50x", ">= 0.6x", "**missed**"]
     assert m3["best recv/send of ours / machine ceiling"] == ["n/a", ">= 0.8x", "n/a"]
 
 
 def test_frame_stacker_follows_env_ids():
     frames = np.arange(1, 5, dtype=np.uint8).reshape(4, 1, 1, 1)
-    lockstep, by_ids = FrameStacker(3, 4), FrameStacker(3, 4)
+    lockstep, by_ids = contenders.FrameStacker(3, 4), contenders.FrameStacker(3, 4)
     expected = lockstep.push(frames, np.zeros(4, bool))
     by_ids.push(frames[[2, 0]], np.zeros(2, bool), np.array([2, 0]))
     by_ids.push(frames[[3, 1]], np.zeros(2, bool), np.array([3, 1]))
@@ -238,70 +235,102 @@ def test_frame_stacker_follows_env_ids():
 
 
 def test_plan_rotates_methods_and_lists_what_cannot_run():
-    args = Args(repeats=2, window=0.1, warmup=0.0)
+    args = suite.WorkloadsArgs(repeats=2, window=0.1, warmup=0.0)
     methods = [METHODS[k] for k in ("raw", "dummy", "envpool")]
-    cells, skipped = plan_cells(args, [WORKLOADS["W5"]], methods, spin=1000)
+    cells, skipped = suite.plan_cells(args, [WORKLOADS["W5"]], methods, spin=1000)
     assert [(c.repeat, c.method) for c in cells] == [(0, "raw"), (0, "dummy"), (1, "dummy"), (1, "raw")]
     assert skipped == [("W5", "envpool", "EnvPool (sync) cannot run W5")]
 
 
 def test_workload_groups_and_unknown_names():
-    assert [w.key for w in select("M", WORKLOADS, "workloads", GROUPS)] == ["M1", "M3", "M4", "M5"]
-    assert [w.key for w in select("W2,M1", WORKLOADS, "workloads", GROUPS)] == ["W2", "M1"]
+    assert [w.key for w in suite.select("M", WORKLOADS, "workloads", suite.GROUPS)] == ["M1", "M3", "M4", "M5"]
+    assert [w.key for w in suite.select("W2,M1", WORKLOADS, "workloads", suite.GROUPS)] == ["W2", "M1"]
     with pytest.raises(ValueError, match=r"--methods: unknown \['nope'\]"):
-        select("raw,nope", METHODS, "methods")
+        suite.select("raw,nope", METHODS, "methods")
 
 
 def test_default_out_is_in_the_user_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert default_out().parent == tmp_path / "vec_envs" / "bench"
+    assert suite.default_out().parent == tmp_path / "vec_envs" / "bench"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert default_out().is_relative_to(Path.home() / ".cache")
+    assert suite.default_out().is_relative_to(Path.home() / ".cache")
 
 
-def test_args_from_a_dataclass():
-    assert parse(Args, ["--out", "/tmp/x", "--quick"], "demo").out == "/tmp/x"
-    with pytest.raises(SystemExit):
-        parse(Args, ["--window", "0"], "demo", lambda a: "--window must be > 0" if a.window <= 0 else None)
+def test_quick_sets_the_short_run():
+    args = parse_args(suite.WorkloadsArgs, ["--out", "/tmp/x", "--quick"])
+    assert (args.out, args.repeats, args.window, args.warmup) == ("/tmp/x", 1, 1.0, 0.25)
 
 
 def test_a_failing_ceiling_loop_says_why_at_once():
     marks: list = []
     with pytest.raises(RuntimeError, match=r"the machine ceiling of nope: loop \d: ValueError: make_env\(\): "
                                            r"unknown env 'nope'"):
-        measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"), lambda: marks.append("end"))
+        harness.measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"), lambda: marks.append("end"))
     assert marks == []
 
 
 def test_timing_loops_count_calls():
     seen: list = []
-    calls, seconds = run_for(seen.append, ["a", "b"], 0.0)
-    assert (calls, seen) == (1, ["a"])
-    assert seconds >= 0
-    each = time_calls(seen.append, ["c", "d"], pause_s=0.001)
-    assert seen == ["a", "c", "d"]
-    assert each.shape == (2,)
+    calls, seconds = harness.run_for(seen.append, ["a", "b"], 0.0)
+    assert (calls, seen) == (1, ["a"]) and seconds >= 0
+    each = harness.time_calls(seen.append, ["c", "d"], pause_s=0.001)
+    assert seen == ["a", "c", "d"] and each.shape == (2,)
 
 
 def test_recv_send_stepper_times_steps_not_resets():
     from vec_envs import DummyVecEnv
 
-    stepper = RecvSendStepper(DummyVecEnv([partial(make_env, "busy", i, 10) for i in range(4)], batch_size=2))
+    venv = DummyVecEnv([partial(envs.make_env, "busy", i, 10) for i in range(4)], batch_size=2)
+    stepper = contenders.RecvSendStepper(venv)
     try:
-        assert stepper.start(seed=0) is None
-        assert stepper.steps_per_call == 2
+        assert stepper.start(seed=0) is None and stepper.steps_per_call == 2
         obs, dones, env_ids = stepper.step(np.zeros(4, np.int64))
-        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3])
-        assert not dones.any()
+        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3]) and not dones.any()
         np.testing.assert_array_equal(obs, np.ones((2, 4)))  # each env's first step (t = 1), not its reset (0)
     finally:
         stepper.close()
 
 
-# ---------------------------------------------------------------- profile_parent.py
+# ---------------------------------------------------------------- overhead
 @pytest.mark.timeout(120)
-def test_profile_parent_times_subproc_vec_env_alone_with_zero_cost_envs(smoke):
-    run, _ = smoke("profile_parent")
-    assert run.returncode == 0, run.stderr
-    assert re.fullmatch(rf"zero-cost env x 4, 2 workers, step\(\): {NUMBER} steps/s, {NUMBER} us per batch\n",
-                        run.stdout), run.stdout
+def test_overhead_reports_p_and_o_per_method_and_the_projection(smoke):
+    run, _ = smoke("overhead")
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = {r[0].split(" (")[0]: r for r in (cells(line) for line in run.stdout.splitlines()
+                                             if line.startswith("| ") and not line.startswith("| method")
+                                             and not line.startswith("| C "))}
+    assert "## zero-cost env x 4, episodes of 50 steps: e = " in run.stdout
+    assert set(rows) >= {"DummyVecEnv", "SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"}, rows
+    for name in ("SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"):
+        steps_per_s, p, p_net, o, o_net = (float(c.replace(",", "")) for c in rows[name][1:6])
+        assert steps_per_s > 0 and p >= p_net and o >= o_net, rows[name]
+    envpool_installed = importlib.util.find_spec("envpool") is not None
+    assert envpool_installed or "- envpool: not installed (skipped)" in run.stdout
+    assert "model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); " \
+           "ceiling = C/e" in run.stdout
+    assert re.search(rf"^\| 64 \| {NUMBER} \| {NUMBER} \| {NUMBER} \| {NUMBER} \|$", run.stdout, re.M), run.stdout
+
+
+def test_the_model_projects_lock_step_async_and_ceiling():
+    costs = overhead.Costs(p=1e-6, o=2e-6, e=4e-6, latency=10e-6)
+    at_8 = overhead.project(costs, num_envs=16, cores=8.0)
+    assert at_8.lockstep_batch_s == pytest.approx(16e-6 + 16 / 7 * 6e-6 + 10e-6)
+    assert at_8.async_steps_per_s == pytest.approx(min(1e6, 7 / 6e-6))
+    assert at_8.ceiling_steps_per_s == pytest.approx(8 / 4e-6)
+    assert overhead.project(costs, 16, 64.0).async_steps_per_s == pytest.approx(1e6)  # the parent bounds it
+
+
+def test_cpus_option_plans_auto_in_series_for_that_many_cpus():
+    from vec_envs.workers.worker_vec_env import resolve_in_series
+
+    with overhead.planned_cpus(4):
+        assert os.environ["VEC_ENVS_CPUS"] == "4" and resolve_in_series("auto", 64) == 16
+    assert "VEC_ENVS_CPUS" not in os.environ or os.environ["VEC_ENVS_CPUS"] != "4"
+
+
+def test_overhead_rejects_bad_arguments_in_one_line():
+    done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "overhead", "--project-cores", "1,64"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("benchmark.py overhead: error: --project-cores must be numbers > 1; received '1,64' "
+                           "(see --help)\n")

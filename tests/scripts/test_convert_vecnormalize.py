@@ -1,4 +1,4 @@
-"""scripts/convert_vecnormalize.py against Stable-Baselines3's real VecNormalize."""
+"""vec-envs-convert-vecnormalize (scripts/convert_vecnormalize.py) against Stable-Baselines3's real VecNormalize."""
 from __future__ import annotations
 
 import importlib.util
@@ -19,10 +19,7 @@ ENV_ID = "Pendulum-v1"  # observations of unequal scales: statistics that matter
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("convert_vecnormalize", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("vec_envs.cli.convert_vecnormalize")
 
 
 def random_steps(venv, steps=150, seed=0):

@@ -13,11 +13,11 @@ from types import ModuleType
 from typing import Any
 
 from vec_envs.arguments import check_int
+from vec_envs.extras import install_hint
 
 __all__ = ["NO_ALE", "AtariOptions", "import_ale", "resolve_game"]
 
-NO_ALE = ('ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): '
-          'pip install -e ".[atari]"')
+NO_ALE = f"ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): {install_hint('atari')}"
 RAW_FRAME = (210, 160)  # the Atari screen, height x width
 _ID_NOISE = re.compile(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$")
 

@@ -32,7 +32,7 @@ __all__ = ["FromGymnasiumVecEnv", "GymnasiumVectorEnv", "from_gymnasium", "to_gy
 
 
 def to_sb3(venv: VecEnvBase) -> VecEnv:
-    """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs ``pip install -e ".[sb3]"``).
+    """``venv`` as a ``stable_baselines3.common.vec_env.VecEnv`` (needs the ``sb3`` extra).
 
     SB3's algorithms and its VecEnv wrappers take it as they take SB3's own VecEnvs, and
     SB3's helpers see our wrappers as theirs: each of our wrappers is shown to SB3 as an

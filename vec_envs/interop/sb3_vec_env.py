@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from vec_envs.ale.ale_vec_env import ALEVecEnv
+from vec_envs.extras import missing_extra
 from vec_envs.monitoring.episode_monitor import EpisodeMonitor
 from vec_envs.rendering.frames import gather_frames
 from vec_envs.types import VecEnvIndices
@@ -29,7 +30,7 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
     from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices as SB3Indices
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError('to_sb3() needs Stable-Baselines3: pip install -e ".[sb3]"') from exc
+    raise missing_extra("sb3", "to_sb3() needs Stable-Baselines3") from exc
 
 __all__ = ["SB3Forwarding", "SB3VecEnv"]
 

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from vec_envs.arguments import check_env_fns
+from vec_envs.extras import install_hint
 from vec_envs.types import EnvFn
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # imports Ray, which only building a RayVecEnv may do
 
 __all__ = ["RayVecEnv", "import_ray", "connect_ray"]
 
-RAY_MISSING = 'RayVecEnv needs Ray, which is not installed: pip install -e ".[ray]"'
+RAY_MISSING = f"RayVecEnv needs Ray, which is not installed: {install_hint('ray')}"
 SCHEDULING = ("spread", "pack")
 RESOURCE_KEYWORDS = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}
 CPU_GRANULARITY = 10_000  # Ray counts resources in units of 1e-4

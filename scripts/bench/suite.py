@@ -1,8 +1,15 @@
-"""``scripts/benchmark.py``'s command line: plan the cells, run them, write the report.
+"""The workloads command: plan the cells, run them, write the report.
 
-Cells (workload x method x repeat) run one at a time, each in a fresh process; repeats
-go round-robin over the methods (their order rotated each repeat) so that drift of
-the machine hits every method alike.
+Each cell (workload x method x repeat) runs in a fresh process: it builds and resets the
+batch, warms up, then steps it for a timed window with pre-sampled actions and reports
+env steps per second (summed over the batch); the parent samples the cell's whole
+process tree (CPU, peak memory). Cells run one at a time; repeats go round-robin over
+the methods (their order rotated each repeat) so that drift of the machine hits every
+method alike. The machine ceiling is one raw env loop per available core, all at once.
+
+Example:
+    >>> [w.key for w in select("M", WORKLOADS, "workloads", GROUPS)]
+    ['M1', 'M3', 'M4', 'M5']
 """
 from __future__ import annotations
 
@@ -10,23 +17,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.args import parse
-from bench.cell import CellSpec
-from bench.envs import calibrate_spin
-from bench.machine import machine_line
-from bench.methods import METHODS, Method, unavailable
-from bench.plot import plot_ratios
-from bench.report import Settings, render_report
-from bench.summary import summarize
-from bench.tree import run_cell_process
-from bench.workloads import WORKLOADS, Workload
+from bench.contenders import METHODS, Method, unavailable
+from bench.envs import WORKLOADS, Workload, calibrate_spin
+from bench.harness import CellSpec
+from bench.report import Settings, plot_ratios, render_report, summarize
 
-__all__ = ["Args", "main"]
+__all__ = ["WorkloadsArgs", "run_workloads", "select", "plan_cells", "default_out", "GROUPS"]
 
 QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP = 1, 1.0, 0.25
 T = TypeVar("T")
@@ -34,8 +34,12 @@ GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")], "M": [k for k in WOR
 
 
 @dataclass
-class Args:
-    """The command line of ``scripts/benchmark.py``."""
+class WorkloadsArgs:
+    """Every method on the workloads W1..W5 (2 cores) or M1..M5 (many cores); results.md, ratios.png, cells.json.
+
+    Each cell runs in a fresh process: build + reset, warm-up, a timed window of pre-sampled
+    actions; the parent samples its process tree (CPU, peak memory).
+    """
 
     workloads: str = field(default="W", metadata={
         "help": "comma-separated workloads (W1..W5, M1, M3, M4, M5), or W (the 2-core set), M (the many-core "
@@ -54,26 +58,14 @@ class Args:
     cell_timeout: float = field(default=300.0, metadata={"help": "seconds before a cell's process tree is killed"})
     list: bool = field(default=False, metadata={"help": "list the workloads and methods, then exit"})
 
-
-def _check(args: Args) -> str | None:
-    """What is wrong with ``args`` (None: nothing)."""
-    if args.repeats < 1 or args.window <= 0 or args.warmup < 0 or args.cell_timeout <= 0:
-        return (f"--repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received "
-                f"{args.repeats}, {args.window}, {args.cell_timeout}, {args.warmup}")
-    try:
-        select(args.workloads, WORKLOADS, "workloads", GROUPS)
-        select(args.methods, METHODS, "methods")
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def parse_args(argv: Sequence[str] | None = None) -> Args:
-    """``Args`` from the command line; ``--quick`` sets repeats, window and warm-up."""
-    args = parse(Args, argv, "Benchmark vec_envs' backends against gymnasium, SB3 and EnvPool.", _check)
-    if args.quick:
-        args.repeats, args.window, args.warmup = QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP
-    return args
+    def __post_init__(self) -> None:
+        if self.repeats < 1 or self.window <= 0 or self.warmup < 0 or self.cell_timeout <= 0:
+            raise ValueError(f"--repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; received "
+                             f"{self.repeats}, {self.window}, {self.cell_timeout}, {self.warmup}")
+        select(self.workloads, WORKLOADS, "workloads", GROUPS)
+        select(self.methods, METHODS, "methods")
+        if self.quick:
+            self.repeats, self.window, self.warmup = QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP
 
 
 def select(text: str, table: dict[str, T], what: str, groups: dict[str, list[str]] | None = None) -> list[T]:
@@ -101,7 +93,7 @@ def list_choices() -> str:
     return "\n".join(lines)
 
 
-def plan_cells(args: Args, workloads: list[Workload], methods: list[Method],
+def plan_cells(args: WorkloadsArgs, workloads: list[Workload], methods: list[Method],
                spin: int) -> tuple[list[CellSpec], list[tuple[str, str, str]]]:
     """Cells in run order (repeats outermost, methods rotated each repeat); what cannot run, and why."""
     runnable: dict[str, list[str]] = {}
@@ -129,6 +121,8 @@ def run_all(cells: list[CellSpec], timeout: float) -> list[dict[str, Any]]:
     Ctrl-C stops the run: the cells finished so far are returned."""
     from tqdm import tqdm
 
+    from bench.tree import run_cell_process
+
     records: list[dict[str, Any]] = []
     bar = tqdm(cells, desc="cells", unit="cell", file=sys.stderr)
     try:
@@ -147,7 +141,8 @@ def default_out() -> Path:
     return cache / "vec_envs" / "bench" / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_results(out: Path, report: str, args: Args, records: list[dict[str, Any]], plot: dict[str, Any]) -> None:
+def write_results(out: Path, report: str, args: WorkloadsArgs, records: list[dict[str, Any]],
+                  plot: dict[str, Any]) -> None:
     """``results.md``, ``cells.json`` and ``ratios.png`` in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(report, encoding="utf-8")
@@ -156,10 +151,13 @@ def write_results(out: Path, report: str, args: Args, records: list[dict[str, An
     plot_ratios(path=out / "ratios.png", **plot)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; 0 when every cell ran, 1 when some failed, 130 when interrupted."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
+def run_workloads(args: WorkloadsArgs, command: str) -> int:
+    """Run the benchmark; 0 when every cell ran, 1 when some failed, 130 when interrupted.
+
+    ``command`` is the command line that the report's settings line quotes.
+    """
+    from bench.machine import machine_line
+
     if args.list:
         print(list_choices())
         return 0
@@ -172,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = run_all(cells, args.cell_timeout)
     sums = summarize(records)
     settings = Settings(args.repeats, args.warmup, args.window, args.seed, spin,
-                        " ".join(["python scripts/benchmark.py", *argv]), len(records), len(cells))
+                        command, len(records), len(cells))
     report = render_report(settings, workloads, methods, sums, skipped, machine, records)
     out = Path(args.out) if args.out else default_out()
     write_results(out, report, args, records, {"workloads": workloads, "methods": methods, "sums": sums})

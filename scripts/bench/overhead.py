@@ -1,0 +1,429 @@
+"""Where a batch's CPU goes, per env step, and what that predicts on another machine.
+
+For each method (DummyVecEnv, SubprocVecEnv lock-step, SubprocVecEnv recv/send, and
+EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1:
+
+- **p**: CPU of the driving thread per env step (``time.thread_time()``); **p_net** the
+  same without the time it spent spinning while it waited (``spin_until`` is counted).
+- **o**: CPU of the worker processes per env step beyond the env's own cost ``e``
+  (psutil, the process tree); **o_net** the same without the workers' spinning.
+- **e**: CPU per step of one env stepped alone in a plain loop.
+
+Spinning is counted by wrapping ``spin_until`` where vec_envs calls it
+(``vec_envs.subproc.slotted_batches`` and ``vec_envs.subproc.subproc_worker``): in the
+parent for the measurement, and in each worker by the env factory, which adds the
+worker's spin CPU to its slot of a small file the parent reads.
+
+The model: N envs, C cores, the parent on one of them; lock-step batch time
+``N*p + N/(C-1)*(e+o) + L`` (L: the latency left over, fitted on this machine),
+asynchronous throughput ``min(1/p, (C-1)/(e+o))``, ceiling ``C/e``; the projection uses
+p_net and o_net (work, not waiting).
+
+Example:
+    >>> at_3 = project(Costs(p=2e-6, o=3e-6, e=5e-6, latency=0.0), num_envs=8, cores=3.0)
+    >>> round(1e6 * at_3.lockstep_batch_s, 1), round(at_3.async_steps_per_s), round(at_3.ceiling_steps_per_s)
+    (48.0, 250000, 600000)
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from bench import SCRIPTS
+from bench.contenders import EnvPoolStepper, GymVectorStepper, RawStepper, RecvSendStepper, Stepper, VecEnvStepper
+from bench.envs import make_env
+from bench.harness import available_cores, presample, run_for
+from bench.report import fmt, markdown_table
+from vec_envs.cli.args import in_series_arg
+
+__all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
+
+SPIN_SITES = ("vec_envs.subproc.slotted_batches", "vec_envs.subproc.subproc_worker")
+WARMUP_S = 0.3
+ACTION_TABLE = 256
+ENV_LABELS = {"zero": "zero-cost env", "cartpole": "CartPole-v1"}
+METHODS = ("dummy", "subproc", "subproc-async", "envpool", "pufferlib")
+
+
+@dataclass
+class OverheadArgs:
+    """Where a batch's CPU goes: the driving thread (p) and the workers (o) per env step; the cost model."""
+
+    num_envs: int = field(default=8, metadata={"help": "envs in the batch (N)"})
+    episode_length: int = field(default=500, metadata={"help": "steps per episode of the zero-cost env"})
+    batch_size: int | None = field(default=None, metadata={
+        "help": "recv/send batch size (default: num_envs // 2)"})
+    in_series: int | str = field(default="auto", metadata={
+        "help": "SubprocVecEnv's envs per worker: an int or 'auto'", "type": in_series_arg})
+    cpus: int | None = field(default=None, metadata={
+        "help": "plan in_series='auto' (and spinning) for this many CPUs (sets VEC_ENVS_CPUS for the run)"})
+    step_in_parent: bool = field(default=False, metadata={
+        "help": "SubprocVecEnv steps its last slice in the parent (the model assumes it does not)"})
+    envs: str = field(default="zero,cartpole", metadata={"help": "comma-separated: zero, cartpole"})
+    methods: str = field(default=",".join(METHODS), metadata={"help": f"comma-separated, of {list(METHODS)}"})
+    seconds: float = field(default=2.0, metadata={"help": "seconds of each timed window (after a warm-up)"})
+    project_cores: str = field(default="11.3,64", metadata={
+        "help": "comma-separated core counts C the model projects to"})
+
+    def __post_init__(self) -> None:
+        if self.num_envs < 2 or self.episode_length < 1 or self.seconds <= 0:
+            raise ValueError(f"--num-envs must be >= 2, --episode-length >= 1, --seconds > 0; received "
+                             f"{self.num_envs}, {self.episode_length}, {self.seconds}")
+        if self.batch_size is not None and not 1 <= self.batch_size <= self.num_envs:
+            raise ValueError(f"--batch-size must be in [1, --num-envs]; received {self.batch_size}")
+        for option, value, known in (("--envs", self.envs, ENV_LABELS), ("--methods", self.methods, METHODS)):
+            unknown = sorted(set(value.split(",")) - set(known))
+            if unknown:
+                raise ValueError(f"{option}: unknown {unknown}; expected a comma-separated subset of {list(known)}")
+        if any(c <= 1 for c in self.cores()):
+            raise ValueError(f"--project-cores must be numbers > 1; received {self.project_cores!r}")
+
+    def cores(self) -> list[float]:
+        """The core counts of ``--project-cores``."""
+        try:
+            return [float(c) for c in self.project_cores.split(",")]
+        except ValueError:
+            raise ValueError(f"--project-cores must be comma-separated numbers; received "
+                             f"{self.project_cores!r}") from None
+
+    def recv_batch(self) -> int:
+        """Envs per recv of the recv/send method."""
+        return self.batch_size or self.num_envs // 2
+
+
+# ---------------------------------------------------------------- counting spins
+@dataclass
+class SpinFile:
+    """A file of float64 seconds, one slot per env index: each worker adds its spin CPU to its first env's slot."""
+
+    path: str
+    slots: int
+
+    def read(self) -> float:
+        """Seconds spun so far by every worker."""
+        return float(np.fromfile(self.path, np.float64, self.slots).sum())
+
+
+_worker_spins: np.memmap | None = None  # in a worker: its view of the SpinFile
+
+
+def _counting(spin_until: Callable[..., Any], add: Callable[[float], None]) -> Callable[..., Any]:
+    """``spin_until`` that adds the thread CPU it used to ``add``."""
+
+    def counted(ready: Callable[[], Any], seconds: float) -> Any:
+        start = time.thread_time()
+        try:
+            return spin_until(ready, seconds)
+        finally:
+            add(time.thread_time() - start)
+
+    return counted
+
+
+def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int) -> gym.Env:
+    """Env ``index``; in a worker process, first start counting the worker's spins (slot ``index``)."""
+    global _worker_spins
+    if os.getpid() != parent and _worker_spins is None:
+        import importlib
+
+        _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(spins.slots,))
+        module = importlib.import_module("vec_envs.subproc.subproc_worker")
+        view = _worker_spins
+
+        def add(seconds: float) -> None:
+            view[index] += seconds
+
+        module.spin_until = _counting(module.spin_until, add)  # type: ignore[attr-defined]
+    return make_env(env, index, episode_length=episode_length)
+
+
+@contextmanager
+def parent_spins() -> Iterator[list[float]]:
+    """Count the spinning of this process while inside: ``[seconds]``."""
+    import importlib
+
+    total = [0.0]
+
+    def add(seconds: float) -> None:
+        total[0] += seconds
+
+    modules = [importlib.import_module(name) for name in SPIN_SITES]
+    originals = [m.spin_until for m in modules]
+    for module, original in zip(modules, originals):
+        module.spin_until = _counting(original, add)  # type: ignore[attr-defined]
+    try:
+        yield total
+    finally:
+        for module, original in zip(modules, originals):
+            module.spin_until = original  # type: ignore[attr-defined]
+
+
+@contextmanager
+def planned_cpus(cpus: int | None) -> Iterator[None]:
+    """While inside, vec_envs plans for ``cpus`` CPUs: ``VEC_ENVS_CPUS`` is set, and (for a
+    vec_envs that does not read it) ``available_cpus`` where ``in_series="auto"`` and spinning ask."""
+    if cpus is None:
+        yield
+        return
+    import vec_envs.subproc.subproc_vec_env as subproc_module
+    import vec_envs.workers.worker_vec_env as workers_module
+
+    saved = os.environ.get("VEC_ENVS_CPUS"), workers_module.available_cpus, subproc_module.available_cpus
+    os.environ["VEC_ENVS_CPUS"] = str(cpus)
+    workers_module.available_cpus = subproc_module.available_cpus = lambda: cpus
+    try:
+        yield
+    finally:
+        workers_module.available_cpus, subproc_module.available_cpus = saved[1], saved[2]
+        if saved[0] is None:
+            os.environ.pop("VEC_ENVS_CPUS", None)
+        else:
+            os.environ["VEC_ENVS_CPUS"] = saved[0]
+
+
+# ---------------------------------------------------------------- measuring
+@dataclass
+class Row:
+    """One method on one env: steps/s and the per-step CPU costs in seconds (NaN: not measured)."""
+
+    label: str
+    steps_per_s: float
+    p: float
+    p_net: float
+    o: float = float("nan")
+    o_net: float = float("nan")
+    note: str = ""
+
+    def cells(self) -> list[str]:
+        """The table cells: steps/s, then p, p_net, o, o_net in microseconds."""
+        us = [fmt(1e6 * v, ".2f") for v in (self.p, self.p_net, self.o, self.o_net)]
+        return [self.label, fmt(self.steps_per_s), *us, self.note]
+
+
+def _cpu_seconds(proc: Any) -> float:
+    """CPU seconds of one process: /proc/PID/schedstat (nanoseconds) where Linux has it, else
+    psutil's user + sys (clock ticks: too coarse for short windows)."""
+    try:
+        with open(f"/proc/{proc.pid}/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        times = proc.cpu_times()
+        return float(times.user + times.system)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's descendants (the workers), found with psutil."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            total += _cpu_seconds(child)
+        except psutil.Error:
+            pass
+    return total
+
+
+@dataclass
+class Window:
+    """What one timed window measured."""
+
+    steps: int
+    wall: float
+    thread: float
+    process: float
+    children: float
+    parent_spin: float
+    worker_spin: float
+
+
+def time_window(stepper: Stepper, seconds: float, spins: SpinFile | None) -> Window:
+    """Warm up, then step for ``seconds``, reading every CPU counter around the window."""
+    actions = stepper.rows(presample(stepper.action_space, stepper.num_envs, ACTION_TABLE, seed=0))
+    run_for(stepper.step, actions, WARMUP_S)
+    with parent_spins() as spun:
+        before = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
+        calls, wall = run_for(stepper.step, actions, seconds)
+        after = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
+    thread, process, children, worker_spin = (b - a for a, b in zip(before, after))
+    return Window(calls * stepper.steps_per_call, wall, thread, process, children, spun[0], worker_spin)
+
+
+def env_cost(env: str, episode_length: int) -> float:
+    """e: CPU seconds per step of one env stepped alone (resets included)."""
+    stepper = RawStepper(make_env(env, episode_length=episode_length))
+    stepper.start(seed=0)
+    actions = stepper.rows(presample(stepper.action_space, 1, ACTION_TABLE, seed=0))
+    run_for(stepper.step, actions, WARMUP_S / 3)
+    start = time.thread_time()
+    calls, _ = run_for(stepper.step, actions, 0.5)
+    cpu = time.thread_time() - start
+    stepper.close()
+    return cpu / calls
+
+
+def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Stepper, str]:
+    """DummyVecEnv, or SubprocVecEnv lock-step or recv/send, on counted envs."""
+    from vec_envs import DummyVecEnv, SubprocVecEnv
+
+    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid()) for i in range(args.num_envs)]
+    if key == "dummy":
+        return VecEnvStepper(DummyVecEnv(fns)), "DummyVecEnv"
+    options: dict[str, Any] = {"in_series": args.in_series, "step_in_parent": args.step_in_parent}
+    if key == "subproc-async":
+        options["batch_size"] = args.recv_batch()
+    venv = SubprocVecEnv(fns, **options)
+    mode = "lock-step" if key == "subproc" else f"recv/send {args.recv_batch()}"
+    label = f"SubprocVecEnv {mode} ({len(venv.workers)} workers x {venv.in_series})"
+    return (RecvSendStepper(venv) if key == "subproc-async" else VecEnvStepper(venv)), label
+
+
+def _peer(args: OverheadArgs, env: str, key: str) -> tuple[Stepper, str] | str:
+    """EnvPool or PufferLib, or why it cannot run here."""
+    import importlib.util
+
+    if importlib.util.find_spec(key) is None:
+        return f"{key}: not installed (skipped)"
+    if env != "cartpole":
+        return f"{key}: has no {ENV_LABELS[env]} (skipped)"
+    if key == "envpool":
+        import envpool
+
+        envs = envpool.make_gymnasium("CartPole-v1", num_envs=args.num_envs, batch_size=args.num_envs, seed=0)
+        return EnvPoolStepper(envs, envs.action_space), "EnvPool lock-step (C++ threads)"
+    import pufferlib.emulation
+    import pufferlib.vector
+
+    if not hasattr(pufferlib.vector, "make"):
+        return "pufferlib: this version has no pufferlib.vector.make (skipped)"
+    creator = partial(pufferlib.emulation.GymnasiumPufferEnv, env_creator=partial(make_env, "cartpole"))
+    workers = max(1, min(args.num_envs, available_cores() - 1))
+    vecenv = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=args.num_envs,
+                                   num_workers=workers)
+    return GymVectorStepper(vecenv, vecenv.single_action_space), f"PufferLib Multiprocessing ({workers} workers)"
+
+
+def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -> Row | str:
+    """One method on one env: its row, or why it was skipped."""
+    built = _ours(args, env, key, spins) if key in ("dummy", "subproc", "subproc-async") else _peer(args, env, key)
+    if isinstance(built, str):
+        return built
+    stepper, label = built
+    try:
+        stepper.start(seed=0)
+        w = time_window(stepper, args.seconds, spins if key.startswith("subproc") else None)
+    finally:
+        stepper.close()
+    p = w.thread / w.steps
+    row = Row(label, w.steps / w.wall, p, p - w.parent_spin / w.steps)
+    if key == "dummy":
+        row.note = "p includes e (the envs step in this thread)"
+    elif key.startswith("subproc"):
+        row.o, row.o_net = w.children / w.steps - e, (w.children - w.worker_spin) / w.steps - e
+    elif key == "envpool":
+        row.o, row.note = (w.process - w.thread) / w.steps, "o: its threads' CPU, its own env included"
+    else:
+        row.o, row.note = w.children / w.steps - e, "o_net: its workers' spinning is not counted"
+    return row
+
+
+# ---------------------------------------------------------------- the model
+@dataclass(frozen=True)
+class Costs:
+    """Seconds per env step: the driving thread ``p``, the workers beyond the env ``o``, the env ``e``;
+    ``latency``: seconds per lock-step batch the per-step costs do not explain (L)."""
+
+    p: float
+    o: float
+    e: float
+    latency: float
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What the model predicts for ``cores`` cores."""
+
+    cores: float
+    lockstep_batch_s: float
+    lockstep_steps_per_s: float
+    async_steps_per_s: float
+    ceiling_steps_per_s: float
+
+
+def project(costs: Costs, num_envs: int, cores: float) -> Projection:
+    """Lock-step batch time N*p + N/(C-1)*(e+o) + L; async min(1/p, (C-1)/(e+o)); ceiling C/e."""
+    work = max(costs.e + costs.o, 1e-12)  # a worker's CPU per env step (> 0 even where o was measured below -e)
+    batch = num_envs * costs.p + num_envs / (cores - 1) * work + costs.latency
+    asynchronous = min(1 / costs.p if costs.p > 0 else math.inf, (cores - 1) / work)
+    ceiling = cores / costs.e if costs.e > 0 else math.inf
+    return Projection(cores, batch, num_envs / batch, asynchronous, ceiling)
+
+
+def fitted_latency(row: Row, e: float, num_envs: int) -> float:
+    """L: the lock-step batch time measured here less what p_net, e and o_net explain (>= 0)."""
+    cores = available_cores()
+    if cores < 2:
+        return 0.0
+    explained = num_envs * row.p_net + num_envs / (cores - 1) * (e + row.o_net)
+    return max(0.0, num_envs / row.steps_per_s - explained)
+
+
+def projection_lines(args: OverheadArgs, rows: dict[str, Row | str], e: float) -> list[str]:
+    """The model's formula and its projection to each of ``--project-cores``."""
+    lock, asyn = rows.get("subproc"), rows.get("subproc-async")
+    if not isinstance(lock, Row):
+        return ["(no projection: SubprocVecEnv lock-step was not measured)"]
+    n = args.num_envs
+    costs = Costs(lock.p_net, lock.o_net, e, fitted_latency(lock, e, n))
+    async_costs = Costs(asyn.p_net, asyn.o_net, e, 0.0) if isinstance(asyn, Row) else costs
+    lines = [f"model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); "
+             f"ceiling = C/e; with N = {n}, e = {1e6 * e:.2f} us, p = p_net, o = o_net of SubprocVecEnv "
+             f"(lock-step p {1e6 * costs.p:.2f} us, o {1e6 * costs.o:.2f} us, L {1e6 * costs.latency:.1f} us fitted "
+             f"on these {available_cores()} cores; recv/send p {1e6 * async_costs.p:.2f} us, "
+             f"o {1e6 * async_costs.o:.2f} us)", ""]
+    rows_out = []
+    for cores in args.cores():
+        lockstep, asynchronous = project(costs, n, cores), project(async_costs, n, cores)
+        rows_out.append([f"{cores:g}", fmt(1e6 * lockstep.lockstep_batch_s, ".1f"), fmt(lockstep.lockstep_steps_per_s),
+                         fmt(asynchronous.async_steps_per_s), fmt(lockstep.ceiling_steps_per_s)])
+    header = ["C (cores)", "lock-step batch us", "lock-step steps/s", "async steps/s", "ceiling steps/s"]
+    return lines + markdown_table(header, rows_out)
+
+
+# ---------------------------------------------------------------- the command
+def _env_table(args: OverheadArgs, env: str, spins: SpinFile) -> list[str]:
+    """Every method on ``env``, and the projection."""
+    e = env_cost(env, args.episode_length)
+    rows = {key: measure(args, env, key, e, spins) for key in args.methods.split(",")}
+    length = f", episodes of {args.episode_length} steps" if env == "zero" else ""
+    lines = [f"## {ENV_LABELS[env]} x {args.num_envs}{length}: e = {1e6 * e:.2f} us of CPU per step", ""]
+    header = ["method", "steps/s", "p us", "p_net us", "o us", "o_net us", "note"]
+    lines += markdown_table(header, [r.cells() for r in rows.values() if isinstance(r, Row)], "lrrrrrl")
+    skipped = [f"- {r}" for r in rows.values() if isinstance(r, str)]
+    lines += ["", *skipped, ""] if skipped else [""]
+    return lines + projection_lines(args, rows, e) + [""]
+
+
+def run_overhead(args: OverheadArgs) -> int:
+    """Measure every method on every env; print the tables and the projections."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), os.environ.get("PYTHONPATH")]))
+    cpus = f"planned for {args.cpus} CPUs (VEC_ENVS_CPUS)" if args.cpus else f"{available_cores()} CPUs"
+    print(f"# Overhead per env step: {args.seconds:g} s windows, in_series={args.in_series!r}, {cpus}; "
+          f"p: driving thread CPU, o: workers' CPU beyond the env, _net: spinning excluded (us per env step)\n")
+    with tempfile.TemporaryDirectory() as tmp, planned_cpus(args.cpus):
+        spins = SpinFile(str(Path(tmp) / "spins.f64"), args.num_envs)
+        np.zeros(args.num_envs, np.float64).tofile(spins.path)
+        for env in args.envs.split(","):
+            print("\n".join(_env_table(args, env, spins)), flush=True)
+    return 0

@@ -1,0 +1,82 @@
+"""The console commands after a non-editable install: each one's ``--help`` from another folder.
+
+The wheel is built once from a copy of the package sources (so the checkout gets no
+``build/`` or ``*.egg-info``), without build isolation (no network), and installed with
+``pip install --no-deps --target``: its ``bin/`` holds the commands, and the dependencies
+come from the current environment. The checkout is not on ``PYTHONPATH``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = ("setup.py", "README.md", "LICENSE", "vec_envs", "wrappers")
+COMMANDS = {  # command -> an option its --help must name
+    "vec-envs-run-atari": "--num-envs",
+    "vec-envs-train-ppo": "--total-timesteps",
+    "vec-envs-convert-vecnormalize": "--env-id",
+}
+
+
+def pip(*args: str, cwd: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "pip", *args, "--no-deps", "--no-index", "--quiet"], cwd=cwd,
+                          capture_output=True, text=True, timeout=280, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the installed package, its ``bin/`` holding the commands."""
+    source, wheels, target = (tmp_path_factory.mktemp(name) for name in ("source", "wheels", "target"))
+    for name in SOURCES:
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
+        copy(REPO / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__", "*.so")}
+                                            if (REPO / name).is_dir() else {}))
+    pip("wheel", ".", "--no-build-isolation", "-w", str(wheels), cwd=source)
+    (wheel,) = wheels.glob("vec_envs-*.whl")
+    pip("install", "--target", str(target), str(wheel), cwd=source)
+    return target
+
+
+def command_env(installed: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(installed)
+    env["PATH"] = os.pathsep.join([str(installed / "bin"), env.get("PATH", "")])
+    return env
+
+
+@pytest.mark.timeout(300)
+def test_the_package_comes_from_the_install_not_the_checkout(installed, tmp_path):
+    done = subprocess.run([sys.executable, "-c", "import vec_envs.cli.args as m; print(m.__file__)"], cwd=tmp_path,
+                          env=command_env(installed), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(installed), done.stdout
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_each_command_prints_its_help_from_any_folder(installed, tmp_path, command):
+    executable = shutil.which(command, path=str(installed / "bin"))
+    assert executable, f"{command} is not in {installed / 'bin'}: {sorted(os.listdir(installed / 'bin'))}"
+    done = subprocess.run([executable, "--help"], cwd=tmp_path, env=command_env(installed), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: {command} ")
+    assert COMMANDS[command] in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_the_installed_run_atari_steps_envs_in_worker_processes(installed, tmp_path):
+    pytest.importorskip("ale_py", reason="vec-envs-run-atari needs ale-py (the atari extra)")
+    done = subprocess.run([str(installed / "bin" / "vec-envs-run-atari"), "--backend", "subproc", "--num-envs", "2",
+                           "--steps", "16"], cwd=tmp_path, env=command_env(installed), capture_output=True, text=True,
+                          timeout=240, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Breakout" in done.stdout and "2 envs on subproc" in done.stdout
+    assert "summary: steps 16 |" in done.stdout

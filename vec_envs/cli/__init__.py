@@ -1,0 +1,2 @@
+"""The console commands (``vec-envs-run-atari``, ``vec-envs-train-ppo``,
+``vec-envs-convert-vecnormalize``) and the one argument helper they share, ``args.parse_args``."""

@@ -1,0 +1,117 @@
+"""Convert VecNormalize statistics between vec_envs (.npz) and Stable-Baselines3 (pickle).
+
+    vec-envs-convert-vecnormalize to-sb3 vecnormalize.npz vecnormalize.pkl --env-id CartPole-v1
+    python scripts/convert_vecnormalize.py to-sb3 vecnormalize.npz vecnormalize.pkl --env-id CartPole-v1
+    python scripts/convert_vecnormalize.py from-sb3 vecnormalize.pkl vecnormalize.npz --env-id CartPole-v1
+
+The statistics (running mean, variance and count of the observations, per key for Dict
+spaces, and of the discounted return) and the settings (clip_obs, clip_reward, gamma,
+epsilon, norm_obs, norm_reward, norm_obs_keys, training) are carried over; both sides
+then normalize observations the same way, to float32 precision. ``--env-id`` names the
+env the statistics belong to: it gives the observation space and is checked against it.
+
+Reading an SB3 file unpickles it, and unpickling can run any code the file holds:
+convert only files you trust (vec_envs' own .npz format holds no pickle). Needs
+Stable-Baselines3 (the ``sb3`` extra).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from vec_envs import DummyVecEnv
+from vec_envs.cli.args import parse_args
+from vec_envs.extras import install_hint
+from vec_envs.make_vec_env import make_env
+from wrappers import VecNormalize
+
+__all__ = ["Args", "main", "npz_to_sb3", "sb3_to_npz"]
+
+UNPICKLE_WARNING = ("note: reading {path} unpickles it; a pickle can run any code, so convert only "
+                    "SB3 files you trust")
+SETTINGS = ("training", "norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon",
+            "norm_obs_keys")
+
+
+def _copy_rms(source: Any, target: Any) -> None:
+    """Mean, variance and count from one running-statistics object to the other."""
+    target.mean = source.mean.astype("float64").copy()
+    target.var = source.var.astype("float64").copy()
+    target.count = float(source.count)
+
+
+def _obs_rms_pairs(source: Any, target: Any) -> list[tuple[Any, Any]]:
+    if source.obs_rms is None or not source.norm_obs:
+        return []
+    if isinstance(source.obs_rms, dict):
+        return [(source.obs_rms[key], target.obs_rms[key]) for key in source.obs_rms]
+    return [(source.obs_rms, target.obs_rms)]
+
+
+def npz_to_sb3(npz_path: str, pkl_path: str, env_id: str) -> Any:
+    """Write vec_envs statistics ``npz_path`` as SB3's ``pkl_path``; returns SB3's VecNormalize."""
+    from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+
+    ours = VecNormalize.load(npz_path, DummyVecEnv([lambda: make_env(env_id)]))
+    theirs = SB3VecNormalize(SB3DummyVecEnv([lambda: gym.make(env_id)]),
+                             **{name: getattr(ours, name) for name in SETTINGS})
+    _copy_rms(ours.ret_rms, theirs.ret_rms)
+    for source, target in _obs_rms_pairs(ours, theirs):
+        _copy_rms(source, target)
+    ours.close()
+    theirs.save(pkl_path)
+    theirs.venv.close()
+    return theirs
+
+
+def sb3_to_npz(pkl_path: str, npz_path: str, env_id: str) -> VecNormalize:
+    """Write SB3's statistics ``pkl_path`` (unpickled: trusted files only) as vec_envs' ``npz_path``."""
+    from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+
+    print(UNPICKLE_WARNING.format(path=pkl_path), file=sys.stderr)
+    theirs = SB3VecNormalize.load(pkl_path, SB3DummyVecEnv([lambda: gym.make(env_id)]))
+    ours = VecNormalize(DummyVecEnv([lambda: make_env(env_id)]),
+                        **{name: getattr(theirs, name) for name in SETTINGS})
+    _copy_rms(theirs.ret_rms, ours.ret_rms)
+    for source, target in _obs_rms_pairs(theirs, ours):
+        _copy_rms(source, target)
+    ours.save(npz_path)
+    ours.close()
+    theirs.venv.close()
+    return ours
+
+
+@dataclass
+class Args:
+    """Convert VecNormalize statistics between vec_envs (.npz) and Stable-Baselines3 (pickle)."""
+
+    direction: Literal["to-sb3", "from-sb3"] = field(metadata={
+        "help": "to-sb3: vec_envs .npz -> SB3 pickle; from-sb3: SB3 pickle -> vec_envs .npz"})
+    source: str = field(metadata={"help": "the file to read"})
+    target: str = field(metadata={"help": "the file to write"})
+    env_id: str = field(metadata={"help": "the registered env the statistics belong to", "option": True})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Convert; returns the exit status (1: Stable-Baselines3 is not installed)."""
+    description = f"{Args.__doc__}\n\nReading an SB3 file unpickles it: convert only files you trust."
+    args = parse_args(Args, argv, description)
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        print(f"{os.path.basename(sys.argv[0])} needs Stable-Baselines3: {install_hint('sb3')}", file=sys.stderr)
+        return 1
+    convert = npz_to_sb3 if args.direction == "to-sb3" else sb3_to_npz
+    convert(args.source, args.target, args.env_id)
+    print(f"wrote {args.target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
