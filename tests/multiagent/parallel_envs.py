@@ -71,6 +71,9 @@ class Relay(ParallelEnv):
         self.agents = [a for a in self.agents if not ended[a]]
         return obs, rewards, terminated, truncated, infos
 
+    def lifetime(self, agent: str) -> int:
+        return self.lifetimes[agent]
+
     def render(self) -> np.ndarray:
         frame = np.zeros((8, 8, 3), np.uint8)
         frame[:, :, 0] = self.t

@@ -65,6 +65,25 @@ class MultiAgentVecEnv(VecEnvBase):
         self.active = packed["active"].reshape(self.num_envs).copy()
         return packed["obs"].reshape(self.num_envs, *packed["obs"].shape[2:])
 
+    def step_async(self, actions: Any) -> None:
+        """Start a step with one action per row (``n_envs * len(agents)``, env-major)."""
+        self._check_count(actions, "step_async", self.num_envs)
+        super().step_async(actions)
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        """Step the envs of rows ``env_ids`` (every row of each, in any order) with ``actions[j]``
+        for row ``env_ids[j]``."""
+        self._check_count(actions, "send", len(env_ids) if hasattr(env_ids, "__len__") else None)
+        super().send(actions, env_ids)
+
+    def _check_count(self, actions: Any, method: str, expected: int | None) -> None:
+        """ValueError when ``actions`` is not one per row (the message says what a row is)."""
+        if expected is None or not hasattr(actions, "__len__") or isinstance(actions, dict) \
+                or len(actions) == expected:
+            return
+        raise ValueError(f"{method}(): expected {expected} actions, one per row (env-major: env e, agent a "
+                         f"is row e * {self.layout.n_agents} + a, agents {self.agents}), received {len(actions)}")
+
     def _step_async(self, actions: np.ndarray) -> None:
         self._check_bounds(actions, "step_async", None)
         self.venv.step_async(actions.reshape(self.n_envs, *self._packed_actions))

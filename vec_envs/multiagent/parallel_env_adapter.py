@@ -74,8 +74,11 @@ class ParallelEnvAdapter(gym.Env):
     Args:
         parallel_env_fn: a zero-argument factory returning a ParallelEnv.
 
-    Unknown public attributes are looked up on the ParallelEnv, so ``get_attr`` and
-    ``env_method`` on a backend reach it.
+    Public attributes the adapter lacks are looked up (and set) on the ParallelEnv, so
+    ``get_attr``, ``set_attr`` and ``env_method`` on a backend reach it; the adapter's own
+    (``reset``, ``step``, ``render``, ``close``, ``observation_space``, ``action_space``,
+    ``possible_agents``, ``metadata``, ``render_mode``) are the adapter's; ``env`` is the
+    ParallelEnv itself.
 
     Example:
         >>> from mpe2 import simple_spread_v3
@@ -163,6 +166,14 @@ class ParallelEnvAdapter(gym.Env):
 
     def close(self) -> None:
         self.env.close()
+
+    def set_wrapper_attr(self, name: str, value: Any, *, force: bool = True) -> bool:
+        """Set ``name`` on the ParallelEnv unless the adapter has it (what ``set_attr`` calls)."""
+        if hasattr(type(self), name) or name in self.__dict__:
+            setattr(self, name, value)
+        else:
+            setattr(self.env, name, value)
+        return True
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or "env" not in self.__dict__:
