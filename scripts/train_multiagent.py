@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from vec_envs.cli.args import parse_args
+
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 
@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     before = mean_return(model, args, args.seed + 10_000)
     start = time.perf_counter()
     try:
-        model.learn(args.total_timesteps, callback=progress_callback(args.total_timesteps) if args.progress_bar else None)
+        callback = progress_callback(args.total_timesteps) if args.progress_bar else None
+        model.learn(args.total_timesteps, callback=callback)
     finally:
         env.close()
     wall = time.perf_counter() - start

@@ -15,10 +15,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from vec_envs.multiagent.parallel_env_adapter import ACTIVE, DONE, REWARD, STATUS_COLUMNS, TRUNCATED
 from vec_envs.types import Info
 
 __all__ = ["AgentRows", "RowBatch", "first_infos"]
@@ -70,28 +70,32 @@ class AgentRows:
     def unpack(self, packed: dict[str, np.ndarray], env_dones: np.ndarray, env_infos: list[Info],
                env_ids: np.ndarray | None) -> RowBatch:
         """Per-row results of the envs ``env_ids`` (None: every env), rows env-major."""
-        batch = len(env_infos)
-        count = batch * self.n_agents
+        count = len(env_infos) * self.n_agents
         shape = packed["obs"].shape[2:]
         obs = packed["obs"].reshape(count, *shape)
-        rewards = packed["rewards"].reshape(count)
-        dones = packed["dones"].reshape(count)
-        active = packed["active"].reshape(count)
+        status = packed["status"].reshape(count, len(STATUS_COLUMNS))
+        rewards = status[:, REWARD].copy()
+        flags = status[:, DONE:] != 0  # done, truncated, active: one comparison for the three
+        dones, active = flags[:, 0].copy(), flags[:, ACTIVE - DONE]
         infos: list[Info] = [{} for _ in range(count)]
         reset_infos: dict[int, Info] = {}
-        if dones.any():
+        ended = np.flatnonzero(dones)
+        if len(ended):
             terminal = packed["terminal_obs"].reshape(count, *shape)
-            truncated = packed["truncated"].reshape(count)
-            for i in np.flatnonzero(dones).tolist():
+            truncated = flags[:, TRUNCATED - DONE]
+            for i in ended.tolist():
                 infos[i]["terminal_observation"] = terminal[i].copy()
                 infos[i]["TimeLimit.truncated"] = bool(truncated[i])
-        if not active.all():
-            for i in np.flatnonzero(~active & ~dones).tolist():
+        out_of_play = np.flatnonzero(~(active | dones))
+        if len(out_of_play):
+            for i in out_of_play.tolist():
                 infos[i]["active"] = False
-        for j in np.flatnonzero([bool(info) for info in env_infos]).tolist():
-            self._env_info(j, env_infos[j], infos, reset_infos)
+        if any(env_infos):
+            for j, info in enumerate(env_infos):
+                if info:
+                    self._env_info(j, info, infos, reset_infos)
         if env_dones.any():  # the backend ended the env (a restarted worker): all its rows end
-            dones = dones | np.repeat(env_dones, self.n_agents)
+            dones |= np.repeat(env_dones, self.n_agents)
         if env_ids is not None and reset_infos:
             rows = self.rows_of(env_ids)
             reset_infos = {int(rows[i]): info for i, info in reset_infos.items()}

@@ -8,6 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.multiagent.agent_rows import AgentRows, RowBatch, first_infos
+from vec_envs.multiagent.parallel_env_adapter import ACTIVE
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -60,9 +61,9 @@ class MultiAgentVecEnv(VecEnvBase):
 
     # ----------------------------------------------------------------- hooks
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
-        packed = self.venv.reset()
+        packed: Any = self.venv.reset()  # the adapters' Dict
         self.reset_infos = first_infos(self.layout, self.venv.reset_infos)
-        self.active = packed["active"].reshape(self.num_envs).copy()
+        self.active = packed["status"][:, :, ACTIVE].reshape(self.num_envs) != 0
         return packed["obs"].reshape(self.num_envs, *packed["obs"].shape[2:])
 
     def step_async(self, actions: Any) -> None:
@@ -124,12 +125,14 @@ class MultiAgentVecEnv(VecEnvBase):
 
     def _check_bounds(self, actions: np.ndarray, method: str, rows: np.ndarray | None) -> None:
         """ValueError naming the first row (env and agent) whose discrete action is out of range."""
-        if self._bounds is None:
+        if self._bounds is None or not actions.size:
             return
         low, high = self._bounds
-        bad = (actions < low) | (actions > high)
+        if isinstance(low, int) and isinstance(high, int) and low <= actions.min() and actions.max() <= high:
+            return  # Discrete: the usual case, in two reductions
+        bad = ((actions < low) | (actions > high)).reshape(len(actions), -1).any(axis=1)
         if bad.any():
-            j = int(np.flatnonzero(bad.reshape(len(actions), -1).any(axis=1))[0])
+            j = int(np.flatnonzero(bad)[0])
             row = j if rows is None else int(rows[j])
             env, agent = self.row_agents[row]
             raise ValueError(OUT_OF_SPACE.format(method=method, value=actions[j].tolist(), row=row, env=env,
@@ -178,10 +181,10 @@ class MultiAgentVecEnv(VecEnvBase):
         return f"MultiAgentVecEnv(n_envs={self.n_envs}, agents={self.agents}, {self.venv!r})"
 
 
-def _action_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray] | None:
-    """The inclusive range of a Discrete / MultiDiscrete action; None for other spaces."""
+def _action_bounds(space: spaces.Space) -> tuple[Any, Any] | None:
+    """The inclusive range of a Discrete (ints) / MultiDiscrete (arrays) action; None for other spaces."""
     if isinstance(space, spaces.Discrete):
-        return np.asarray(space.start), np.asarray(space.start + space.n - 1)
+        return int(space.start), int(space.start + space.n - 1)
     if isinstance(space, spaces.MultiDiscrete):
         return np.asarray(space.start), np.asarray(space.start + space.nvec - 1)
     return None

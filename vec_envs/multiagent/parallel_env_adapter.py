@@ -5,11 +5,12 @@ it is still in play travel together in one Dict observation (so through the back
 shared memory), with the agents along the first axis in ``possible_agents`` order:
 
 - ``obs`` ``(A, *shape)``: each agent's observation; zeros for an agent not in play.
-- ``rewards`` float32 ``(A,)``, ``dones`` / ``truncated`` bool ``(A,)``: what the last
-  step gave each agent (``truncated`` is ``truncated and not terminated``).
 - ``terminal_obs`` ``(A, *shape)``: the last observation of each agent that left in the
   last step (zeros elsewhere).
-- ``active`` bool ``(A,)``: the agents whose next action counts (those in ``env.agents``).
+- ``status`` float32 ``(A, 4)``, one column each (``STATUS_COLUMNS``): the reward the last
+  step gave the agent; 1.0 where the agent left in it (done); 1.0 where it left truncated
+  and not terminated; 1.0 where its next action counts (it is in ``env.agents``). One leaf
+  rather than four: every leaf costs the backend a write and a copy per step.
 
 The adapter never ends its own episode: when no agent is left it resets the ParallelEnv
 in the same step (with no seed, so its random stream goes on) and returns the new
@@ -27,7 +28,12 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-__all__ = ["ParallelEnvAdapter", "ROW_SPACES", "check_parallel_env"]
+__all__ = ["ParallelEnvAdapter", "ROW_SPACES", "STATUS_COLUMNS", "REWARD", "DONE", "TRUNCATED", "ACTIVE",
+           "check_parallel_env"]
+
+#: The columns of ``status``, by name.
+STATUS_COLUMNS = ("reward", "done", "truncated", "active")
+REWARD, DONE, TRUNCATED, ACTIVE = range(len(STATUS_COLUMNS))
 
 #: Agent spaces whose values are one array of one fixed shape (what rows can hold).
 ROW_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
@@ -84,10 +90,10 @@ class ParallelEnvAdapter(gym.Env):
         >>> from mpe2 import simple_spread_v3
         >>> env = ParallelEnvAdapter(simple_spread_v3.parallel_env)
         >>> obs, info = env.reset(seed=0)
-        >>> obs["obs"].shape, obs["active"].tolist()
-        ((3, 18), [True, True, True])
+        >>> obs["obs"].shape, obs["status"][:, ACTIVE].tolist()
+        ((3, 18), [1.0, 1.0, 1.0])
         >>> obs, *_ = env.step(np.zeros(3, np.int64))
-        >>> obs["rewards"].shape
+        >>> obs["status"][:, REWARD].shape
         (3,)
     """
 
@@ -101,30 +107,32 @@ class ParallelEnvAdapter(gym.Env):
         self.agent_observation_space = _common_space(env, "observation")
         self.agent_action_space = _common_space(env, "action")
         agent_obs = batch_space(self.agent_observation_space, count)
-        flags = spaces.Box(0, 1, (count,), np.bool_)
         self.observation_space = spaces.Dict({
-            "obs": agent_obs, "rewards": spaces.Box(-np.inf, np.inf, (count,), np.float32),
-            "dones": flags, "truncated": flags, "active": flags, "terminal_obs": agent_obs})
+            "obs": agent_obs, "terminal_obs": agent_obs,
+            "status": spaces.Box(-np.inf, np.inf, (count, len(STATUS_COLUMNS)), np.float32)})
         self.action_space = batch_space(self.agent_action_space, count)
         self.render_mode = getattr(env, "render_mode", None)
         self.metadata = getattr(env, "metadata", {})
-        self._agent_obs = agent_obs
+        # Written afresh at every step; the backend copies what an env returns before the next.
+        shape: tuple[int, ...] = agent_obs.shape or ()
+        dtype: Any = agent_obs.dtype
+        self._out: dict[str, np.ndarray] = {
+            "obs": np.zeros(shape, dtype), "terminal_obs": np.zeros(shape, dtype),
+            "status": np.zeros((count, len(STATUS_COLUMNS)), np.float32)}
 
-    def _blank(self) -> dict[str, np.ndarray]:
-        count = len(self.possible_agents)
-        obs = np.zeros(self._agent_obs.shape, self._agent_obs.dtype)
-        return {"obs": obs, "rewards": np.zeros(count, np.float32), "dones": np.zeros(count, np.bool_),
-                "truncated": np.zeros(count, np.bool_), "active": np.zeros(count, np.bool_),
-                "terminal_obs": np.zeros_like(obs)}
+    def _cleared(self) -> dict[str, np.ndarray]:
+        for array in self._out.values():
+            array.fill(0)
+        return self._out
 
     def _put_reset(self, out: dict[str, np.ndarray], obs: dict[str, Any], infos: dict[str, Any],
                    info: dict[str, Any], key: str) -> None:
         """The first observations of an episode into ``out``; non-empty infos under ``key``."""
-        slot = self._slot
+        slot, agent_obs, status = self._slot, out["obs"], out["status"]
         for agent in self.env.agents:
             a = slot[agent]
-            out["obs"][a] = obs[agent]
-            out["active"][a] = True
+            agent_obs[a] = obs[agent]
+            status[a, ACTIVE] = 1.0
         agent_infos = {agent: i for agent, i in infos.items() if i}
         if agent_infos:
             info[key] = agent_infos
@@ -132,7 +140,7 @@ class ParallelEnvAdapter(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         obs, infos = self.env.reset(seed=seed, options=options)
-        out, info = self._blank(), {}
+        out, info = self._cleared(), dict[str, Any]()
         self._put_reset(out, obs, infos, info, "agent_infos")
         return out, info
 
@@ -140,26 +148,33 @@ class ParallelEnvAdapter(gym.Env):
         slot, env = self._slot, self.env
         acting = list(env.agents)
         obs, rewards, terminated, truncated, infos = env.step({agent: action[slot[agent]] for agent in acting})
-        out, info = self._blank(), {}
+        out, info = self._cleared(), dict[str, Any]()
+        agent_obs, status = out["obs"], out["status"]
         in_play = env.agents
         for agent in in_play:
             a = slot[agent]
-            out["obs"][a] = obs[agent]
-            out["active"][a] = True
+            agent_obs[a] = obs[agent]
+            status[a, ACTIVE] = 1.0
         for agent in acting:
             a = slot[agent]
-            out["rewards"][a] = rewards.get(agent, 0.0)
+            status[a, REWARD] = rewards.get(agent, 0.0)
             if agent not in in_play:  # left in this step
-                out["dones"][a] = True
-                out["truncated"][a] = truncated.get(agent, False) and not terminated.get(agent, False)
-                if agent in obs:
-                    out["terminal_obs"][a] = obs[agent]
+                self._put_leaving(a, obs.get(agent), terminated.get(agent, False), truncated.get(agent, False))
         agent_infos = {agent: i for agent, i in infos.items() if i}
         if agent_infos:
             info["agent_infos"] = agent_infos
         if not in_play:
-            self._put_reset(out, *env.reset(), info, "reset_agent_infos")
+            first_obs, first_infos = env.reset()
+            self._put_reset(out, first_obs, first_infos, info, "reset_agent_infos")
         return out, 0.0, False, False, info
+
+    def _put_leaving(self, a: int, last_obs: Any, terminated: bool, truncated: bool) -> None:
+        """Agent ``a`` left in this step: done, how, and its last observation."""
+        status = self._out["status"]
+        status[a, DONE] = 1.0
+        status[a, TRUNCATED] = float(truncated and not terminated)
+        if last_obs is not None:
+            self._out["terminal_obs"][a] = last_obs
 
     def render(self) -> Any:
         return self.env.render()
