@@ -10,9 +10,9 @@ what the parent spends; for in-process contenders, everything).
 
 A second table isolates the parent's cost per row: envs that cost almost nothing to step
 (``Echo``: 3 agents, or a single agent, with simple_spread's spaces and 25-step
-episodes), as many rows on each side, on SubprocVecEnv with 2 workers and the parent
-only driving: the parent's CPU per agent-step against its CPU per env step of a
-single-agent VecEnv.
+episodes) on SubprocVecEnv with 2 workers and the parent only driving: the parent's CPU
+per agent-step against its CPU per env step of a single-agent VecEnv with as many rows,
+and with as many envs.
 
     pip install -e ".[multiagent]"           # supersuit too, for its rows
     python scripts/bench_multiagent.py --rounds 9
@@ -154,10 +154,9 @@ def echo_rows(args: Args) -> Contender:
     return functools.partial(venv.step, np.ones(venv.num_envs, np.int64)), venv.num_envs, venv.close
 
 
-def echo_single(args: Args) -> Contender:
+def echo_single(rows: int) -> Contender:
     from vec_envs import SubprocVecEnv
 
-    rows = args.num_envs * 3
     venv = SubprocVecEnv([EchoSingle] * rows, in_series=rows // 2, step_in_parent=False)
     venv.reset()
     return functools.partial(venv.step, np.ones(rows, np.int64)), rows, venv.close
@@ -183,7 +182,8 @@ def contenders(args: Args) -> dict[str, Contender]:
 
 def parent_cost_contenders(args: Args) -> dict[str, Contender]:
     return {f"{args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args),
-            f"{args.num_envs * 3} EchoSingle envs (single-agent)": echo_single(args)}
+            f"{args.num_envs * 3} EchoSingle envs (single-agent, as many rows)": echo_single(args.num_envs * 3),
+            f"{args.num_envs} EchoSingle envs (single-agent, as many envs)": echo_single(args.num_envs)}
 
 
 def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float]:

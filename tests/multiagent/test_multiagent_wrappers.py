@@ -116,3 +116,14 @@ def test_close_leaves_no_process(backend: str) -> None:
     assert left == [] or all("forkserver" in " ".join(p.cmdline()) for p in left)
     with pytest.raises(Exception, match="after close"):
         venv.step(np.zeros(12, np.int64))
+
+
+def test_vec_monitor_follows_rows_under_recv_send() -> None:
+    with VecMonitor(make_multiagent_vec_env(SPREAD5, 4, vec_env_kwargs={"batch_size": 2})) as venv:
+        venv.async_reset()
+        lengths: list[int] = []
+        for _ in range(24):
+            _, _, dones, infos, rows = venv.recv()
+            lengths += [infos[j]["episode"]["l"] for j in np.flatnonzero(dones)]
+            venv.send(np.zeros(len(rows), np.int64), rows)
+    assert lengths and set(lengths) == {5}  # each agent row's episode, whatever the order envs come in

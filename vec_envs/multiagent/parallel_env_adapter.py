@@ -50,7 +50,10 @@ NOT_A_ROW = ("make_multiagent_vec_env(): agent {agent!r} has {kind} space {space
 
 def check_parallel_env(env: Any) -> None:
     """TypeError unless ``env`` is a PettingZoo ParallelEnv (an AEC env gets the fix)."""
-    from pettingzoo.utils.env import AECEnv, ParallelEnv
+    try:
+        from pettingzoo.utils.env import AECEnv, ParallelEnv
+    except ImportError as exc:
+        raise ImportError('make_multiagent_vec_env() needs PettingZoo: pip install -e ".[multiagent]"') from exc
 
     if isinstance(env, ParallelEnv):
         return
