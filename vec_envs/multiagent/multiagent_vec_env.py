@@ -15,8 +15,7 @@ from vec_envs.vec_env_base import VecEnvBase
 __all__ = ["MultiAgentVecEnv"]
 
 NO_SINGLE_RESET = ("MultiAgentVecEnv.reset_single_env(): row {index} is agent {agent!r} of env {env}, whose "
-                   "agents reset together; call env_method('reset', indices={env}) on the packed VecEnv "
-                   "(venv.venv) or reset() every env")
+                   "agents reset together, on their own when none is left; call reset() to reset every env")
 OUT_OF_SPACE = ("{method}(): action {value} for row {row} (env {env}, agent {agent!r}) is outside the "
                 "action space {space}")
 
@@ -91,7 +90,7 @@ class MultiAgentVecEnv(VecEnvBase):
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
         packed, _, env_dones, env_infos = self.venv.step_wait(timeout)
-        obs, rewards, dones, active, infos, reset_infos = self._unpack(packed, env_dones, env_infos, None)
+        obs, rewards, dones, active, infos, _ = self._unpack(packed, env_dones, env_infos, None)
         self.active = active
         return obs, rewards, dones, infos
 
