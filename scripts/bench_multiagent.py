@@ -149,7 +149,7 @@ def echo_rows(args: Args) -> Contender:
     from vec_envs.multiagent import make_multiagent_vec_env
 
     venv = make_multiagent_vec_env(echo_parallel_env, args.num_envs, vec_env_cls="subproc",
-                                   vec_env_kwargs={"in_series": args.num_envs // 2, "step_in_parent": False})
+                                   vec_env_kwargs={"in_series": max(1, args.num_envs // 2), "step_in_parent": False})
     venv.reset()
     return functools.partial(venv.step, np.ones(venv.num_envs, np.int64)), venv.num_envs, venv.close
 
@@ -157,7 +157,7 @@ def echo_rows(args: Args) -> Contender:
 def echo_single(rows: int) -> Contender:
     from vec_envs import SubprocVecEnv
 
-    venv = SubprocVecEnv([EchoSingle] * rows, in_series=rows // 2, step_in_parent=False)
+    venv = SubprocVecEnv([EchoSingle] * rows, in_series=max(1, rows // 2), step_in_parent=False)
     venv.reset()
     return functools.partial(venv.step, np.ones(rows, np.int64)), rows, venv.close
 
@@ -167,7 +167,7 @@ def contenders(args: Args) -> dict[str, Contender]:
         "raw loop (ParallelEnv.step in series)": raw_loop(args),
         "vec_envs dummy": ours(args, "dummy"),
         "vec_envs subproc (auto: 1 worker + parent)": ours(args, "subproc"),
-        "vec_envs subproc (2 workers, parent drives)": ours(args, "subproc", in_series=args.num_envs // 2,
+        "vec_envs subproc (2 workers, parent drives)": ours(args, "subproc", in_series=max(1, args.num_envs // 2),
                                                             step_in_parent=False),
     }
     try:
