@@ -12,7 +12,8 @@ A second table isolates the parent's cost per row: envs that cost almost nothing
 (``Echo``: 3 agents, or a single agent, with simple_spread's spaces and 25-step
 episodes) on SubprocVecEnv with 2 workers and the parent only driving: the parent's CPU
 per agent-step against its CPU per env step of a single-agent VecEnv with as many rows,
-and with as many envs.
+and with as many envs. The same envs stepped packed (the backend under the rows, one row
+per env) and both again in-process show what the rows layer itself costs.
 
     pip install -e ".[multiagent]"           # supersuit too, for its rows
     python scripts/bench_multiagent.py --rounds 9
@@ -145,13 +146,18 @@ def supersuit_vec_env(args: Args, num_cpus: int) -> Contender:
     return functools.partial(venv.step, actions), venv.num_envs, venv.close
 
 
-def echo_rows(args: Args) -> Contender:
+def echo_rows(args: Args, backend: str, packed: bool = False) -> Contender:
+    """8 Echo envs as agent rows; ``packed``: step the backend under the rows directly (one
+    row per env, the agents packed), so the difference is what the rows layer costs."""
     from vec_envs.multiagent import make_multiagent_vec_env
 
-    venv = make_multiagent_vec_env(echo_parallel_env, args.num_envs, vec_env_cls="subproc",
-                                   vec_env_kwargs={"in_series": max(1, args.num_envs // 2), "step_in_parent": False})
+    kwargs = {"in_series": max(1, args.num_envs // 2), "step_in_parent": False} if backend == "subproc" else {}
+    venv = make_multiagent_vec_env(echo_parallel_env, args.num_envs, vec_env_cls=backend, vec_env_kwargs=kwargs)
     venv.reset()
-    return functools.partial(venv.step, np.ones(venv.num_envs, np.int64)), venv.num_envs, venv.close
+    actions = np.ones(venv.num_envs, np.int64)
+    if packed:
+        return functools.partial(venv.venv.step, actions.reshape(args.num_envs, -1)), venv.num_envs, venv.close
+    return functools.partial(venv.step, actions), venv.num_envs, venv.close
 
 
 def echo_single(rows: int) -> Contender:
@@ -181,9 +187,13 @@ def contenders(args: Args) -> dict[str, Contender]:
 
 
 def parent_cost_contenders(args: Args) -> dict[str, Contender]:
-    return {f"{args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args),
+    return {f"{args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args, "subproc"),
+            f"{args.num_envs} Echo envs x 3 agents, packed (the backend under the rows)": echo_rows(
+                args, "subproc", packed=True),
             f"{args.num_envs * 3} EchoSingle envs (single-agent, as many rows)": echo_single(args.num_envs * 3),
-            f"{args.num_envs} EchoSingle envs (single-agent, as many envs)": echo_single(args.num_envs)}
+            f"{args.num_envs} EchoSingle envs (single-agent, as many envs)": echo_single(args.num_envs),
+            f"in-process (dummy): {args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args, "dummy"),
+            f"in-process (dummy): {args.num_envs} Echo envs x 3 agents, packed": echo_rows(args, "dummy", packed=True)}
 
 
 def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float]:
