@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     for name, (rate, cpu) in results.items():
         print(f"| {name} | {rate:,.0f} | {rate / raw:.2f} | {cpu:.1f} |")
-    print("\nThe parent's cost per row, envs that cost nothing (SubprocVecEnv, 2 workers, parent drives)\n")
+    print("\nThe parent's cost per row, envs that cost nothing (SubprocVecEnv, 2 workers, parent drives; "
+          "the last two rows: everything in-process)\n")
     print("| rows | row-steps/s | parent CPU us / row-step |")
     print("|---|---:|---:|")
     for name, (rate, cpu) in measure(parent_cost_contenders(args), args).items():
