@@ -30,6 +30,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
 from vec_envs.cli.args import parse_args
 
 #: a contender: (step once, agent-steps per step, close)

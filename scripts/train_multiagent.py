@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from vec_envs.cli.args import parse_args
 
+from vec_envs.cli.args import parse_args
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 
@@ -58,7 +58,7 @@ def make_venv(args: Args, backend: str, num_envs: int) -> Any:
 def progress_callback(total: int) -> Any:
     """An SB3 callback drawing a tqdm bar: agent-steps, steps/s and the mean episode return."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     class ProgressBar(BaseCallback):
         def _on_training_start(self) -> None:
