@@ -80,6 +80,23 @@ class Relay(ParallelEnv):
         return frame
 
 
+class Latecomer(Relay):
+    """Relay whose "blue" agent is absent at reset and joins at step 2 with a fresh lifetime."""
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        obs, infos = super().reset(seed, options)
+        self.agents.remove("blue")
+        return {a: o for a, o in obs.items() if a != "blue"}, {a: i for a, i in infos.items() if a != "blue"}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        if self.t == 2 and "blue" not in self.agents:
+            self.lifetimes["blue"] = self.t + 3
+            self.agents.append("blue")
+            obs["blue"] = self._obs("blue")
+        return obs, rewards, terminated, truncated, infos
+
+
 class MixedSpaces(Relay):
     """Relay whose "blue" agent sees a different observation space."""
 

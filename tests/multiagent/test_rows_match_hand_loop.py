@@ -11,7 +11,7 @@ import pytest
 from mpe2 import simple_spread_v3
 
 from tests import backends
-from tests.multiagent.parallel_envs import AGENTS, Relay, expected_step
+from tests.multiagent.parallel_envs import AGENTS, Latecomer, Relay, expected_step
 from vec_envs.multiagent import make_multiagent_vec_env
 
 N_ENVS = 4
@@ -56,6 +56,7 @@ def hand_envs(env_fn: Any, n_envs: int) -> list[Any]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_fn", [pytest.param(Relay, id="relay-leaving-apart"),
+                                    pytest.param(Latecomer, id="latecomer-joining-mid-episode"),
                                     pytest.param(functools.partial(simple_spread_v3.parallel_env, max_cycles=5),
                                                  id="simple-spread-truncated-together")])
 def test_lockstep_rows_match_hand_loop(backend: Any, env_fn: Any) -> None:
@@ -67,7 +68,7 @@ def test_lockstep_rows_match_hand_loop(backend: Any, env_fn: Any) -> None:
         venv.seed(SEED)
         first = venv.reset()
         assert first.shape == (N_ENVS * count, *envs[0].observation_space(agents[0]).shape)
-        assert venv.active.all()
+        assert venv.active.tolist() == [agent in env.agents for env in envs for agent in agents]
         ended = 0
         for t in range(16):
             actions = np.concatenate([row_actions(e, t, count, n) for e in range(N_ENVS)])
