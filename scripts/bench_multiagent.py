@@ -5,8 +5,10 @@ Every contender steps ``--num-envs`` copies of ``simple_spread_v3`` (3 agents, 2
 episodes, discrete actions) with the same fixed actions. Contenders are built once and
 timed in alternated rounds (one segment of ``--steps`` batched steps each per round);
 the table gives medians over rounds. Columns: agent-steps/s, the ratio to the raw loop,
-and the driving thread's CPU per agent-step (``time.thread_time()``: for a worker backend,
-what the parent spends; for in-process contenders, everything).
+the driving thread's CPU per agent-step (``time.thread_time()``: for a worker backend,
+what the parent spends; for in-process contenders, everything), and the CPU per
+agent-step of every process (this one and all under it, with psutil): what a contender
+costs whatever else runs on the machine, where agent-steps/s depends on the free cores.
 
 A second table isolates the parent's cost per row: envs that cost almost nothing to step
 (``Echo``: 3 agents, or a single agent, with simple_spread's spaces and 25-step
@@ -197,30 +199,46 @@ def parent_cost_contenders(args: Args) -> dict[str, Contender]:
             f"in-process (dummy): {args.num_envs} Echo envs x 3 agents, packed": echo_rows(args, "dummy", packed=True)}
 
 
-def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float]:
-    """(wall seconds, driving-thread CPU seconds) of ``steps`` calls to ``step``."""
+def tree_cpu() -> float:
+    """CPU seconds so far of this process and every live process under it (the workers)."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # gone meanwhile
+            continue
+        total += times.user + times.system
+    return total
+
+
+def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float, float]:
+    """(wall seconds, driving-thread CPU seconds, CPU seconds of every process) of ``steps``
+    calls to ``step``."""
     step()  # a warm call: the first one after another contender's segment may wake workers
-    cpu, wall = time.thread_time(), time.perf_counter()
+    tree, cpu, wall = tree_cpu(), time.thread_time(), time.perf_counter()
     for _ in range(steps):
         step()
-    return time.perf_counter() - wall, time.thread_time() - cpu
+    return time.perf_counter() - wall, time.thread_time() - cpu, tree_cpu() - tree
 
 
-def measure(made: dict[str, Contender], args: Args) -> dict[str, tuple[float, float]]:
-    """Median (row-steps/s, driving-thread CPU us per row-step) of each contender over
-    alternated rounds; closes every contender."""
-    rates: dict[str, list[float]] = {name: [] for name in made}
-    cpus: dict[str, list[float]] = {name: [] for name in made}
+def measure(made: dict[str, Contender], args: Args) -> dict[str, tuple[float, float, float]]:
+    """Medians over alternated rounds of each contender's row-steps/s, driving-thread CPU us
+    per row-step and every process's CPU us per row-step; closes every contender."""
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in made}
     try:
         for _ in range(args.rounds):
             for name, (step, per_step, _) in made.items():
-                wall, cpu = time_segment(step, args.steps)
-                rates[name].append(args.steps * per_step / wall)
-                cpus[name].append(cpu / (args.steps * per_step) * 1e6)
+                wall, cpu, tree = time_segment(step, args.steps)
+                rows = args.steps * per_step
+                samples[name].append((rows / wall, cpu / rows * 1e6, tree / rows * 1e6))
     finally:
         for _, _, close in made.values():
             close()
-    return {name: (statistics.median(rates[name]), statistics.median(cpus[name])) for name in made}
+    return {name: tuple(statistics.median(column) for column in zip(*rounds))
+            for name, rounds in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,15 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     raw = next(iter(results.values()))[0]
     print(f"simple_spread_v3, {args.num_envs} envs x 3 agents, {args.rounds} rounds of {args.steps} steps "
           f"(medians)\n")
-    print("| contender | agent-steps/s | x raw loop | driving-thread CPU us / agent-step |")
-    print("|---|---:|---:|---:|")
-    for name, (rate, cpu) in results.items():
-        print(f"| {name} | {rate:,.0f} | {rate / raw:.2f} | {cpu:.1f} |")
+    print("| contender | agent-steps/s | x raw loop | driving-thread CPU us / agent-step | "
+          "all processes' CPU us / agent-step |")
+    print("|---|---:|---:|---:|---:|")
+    for name, (rate, cpu, tree) in results.items():
+        print(f"| {name} | {rate:,.0f} | {rate / raw:.2f} | {cpu:.1f} | {tree:.1f} |")
     print("\nThe parent's cost per row, envs that cost nothing (SubprocVecEnv, 2 workers, parent drives; "
           "the last two rows: everything in-process)\n")
     print("| rows | row-steps/s | parent CPU us / row-step |")
     print("|---|---:|---:|")
-    for name, (rate, cpu) in measure(parent_cost_contenders(args), args).items():
+    for name, (rate, cpu, _) in measure(parent_cost_contenders(args), args).items():
         print(f"| {name} | {rate:,.0f} | {cpu:.2f} |")
     return 0
 
