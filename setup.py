@@ -15,13 +15,16 @@ extras = {
     "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4.9"],
     "bench": ["matplotlib>=3.7", "psutil>=5.9"],
     "sb3": ["stable-baselines3>=2.3"],
+    # PettingZoo ParallelEnvs as VecEnvs with a row per agent (vec_envs.multiagent); mpe2 has
+    # simple_spread_v3, which the examples, the training script and the benchmark use
+    "multiagent": ["pettingzoo>=1.24", "mpe2>=1.0"],
 }
 # The test extra installs every other extra, so no test is skipped; torch is pinned to the
 # release whose CPU build lies on the CI machines (no CUDA download).
 extras["test"] = sorted(
     {"pytest>=8.1", "pytest-timeout>=2.2", "hypothesis>=6.100", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1",
-     "torch==2.13.0"}
-    | {req for name in ("atari", "ray", "video", "bench", "sb3") for req in extras[name]}
+     "torch==2.13.0", "supersuit>=3.9"}  # supersuit: the multi-agent benchmark's contender
+    | {req for name in ("atari", "ray", "video", "bench", "sb3", "multiagent") for req in extras[name]}
 )
 
 setup(
