@@ -51,6 +51,7 @@ setup(
             "vec-envs-run-atari = vec_envs.cli.run_atari:main",
             "vec-envs-train-ppo = vec_envs.cli.train_ppo:main",
             "vec-envs-convert-vecnormalize = vec_envs.cli.convert_vecnormalize:main",
+            "vec-envs-train-multiagent = vec_envs.cli.train_multiagent:main",
         ],
     },
     classifiers=[

@@ -9,6 +9,7 @@
     python scripts/benchmark.py interop --clock cpu       # what each interop adapter adds
     python scripts/benchmark.py ray                       # RayVecEnv against SubprocVecEnv
     python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
+    python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -32,6 +33,7 @@ from bench.micro import (
     run_ray,
     run_wrappers,
 )
+from bench.multiagent import MultiagentArgs, run_multiagent
 from bench.overhead import OverheadArgs, run_overhead
 from bench.suite import WorkloadsArgs, run_workloads
 
@@ -45,11 +47,13 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "interop": (InteropArgs, run_interop),
     "ray": (RayArgs, run_ray),
     "agent-pause": (AgentPauseArgs, run_agent_pause),
+    "multiagent": (MultiagentArgs, run_multiagent),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),
     "ray": (["ray"], "ray"),
     "interop": (["stable_baselines3"], "sb3"),
+    "multiagent": (["pettingzoo", "mpe2"], "multiagent"),
 }
 
 

@@ -1,19 +1,16 @@
-"""scripts/bench_multiagent.py runs as a user runs it, with a tiny budget, and prints both tables."""
+"""`scripts/benchmark.py multiagent` runs as a user runs it, with a tiny budget, and prints both tables."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_bench_multiagent_prints_every_contender() -> None:
-    pytest.importorskip("vec_envs.cli.args", reason="the script parses its Args with vec_envs.cli.args")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "bench_multiagent.py"),
+    done = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "benchmark.py"), "multiagent",
                            "--rounds", "1", "--steps", "3", "--num-envs", "2"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr

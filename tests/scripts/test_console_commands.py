@@ -21,6 +21,7 @@ COMMANDS = {  # command -> an option its --help must name
     "vec-envs-run-atari": "--num-envs",
     "vec-envs-train-ppo": "--total-timesteps",
     "vec-envs-convert-vecnormalize": "--env-id",
+    "vec-envs-train-multiagent": "--num-envs",
 }
 
 

@@ -18,7 +18,7 @@ and with as many envs. The same envs stepped packed (the backend under the rows,
 per env) and both again in-process show what the rows layer itself costs.
 
     pip install -e ".[multiagent]"           # supersuit too, for its rows
-    python scripts/bench_multiagent.py --rounds 9
+    python scripts/benchmark.py multiagent --rounds 9
 """
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.cli.args import parse_args
-
 #: a contender: (step once, agent-steps per step, close)
 Contender = tuple[Callable[[], Any], int, Callable[[], None]]
 
 
 @dataclass
-class Args:
+class MultiagentArgs:
+    """``benchmark.py multiagent``: agent rows against a raw loop and SuperSuit."""
+
     num_envs: int = field(default=8, metadata={"help": "copies of simple_spread_v3 per contender"})
     rounds: int = field(default=7, metadata={"help": "alternated rounds (medians are over these)"})
     steps: int = field(default=200, metadata={"help": "batched steps per contender per round"})
@@ -111,7 +111,7 @@ def spread(max_cycles: int) -> Any:
     return simple_spread_v3.parallel_env(max_cycles=max_cycles)
 
 
-def raw_loop(args: Args) -> Contender:
+def raw_loop(args: MultiagentArgs) -> Contender:
     """The envs in this process, one ParallelEnv call after another: what people write by hand."""
     envs = [spread(args.max_cycles) for _ in range(args.num_envs)]
     for e, env in enumerate(envs):
@@ -128,7 +128,7 @@ def raw_loop(args: Args) -> Contender:
     return step, args.num_envs * len(agents), lambda: None
 
 
-def ours(args: Args, backend: str, **kwargs: Any) -> Contender:
+def ours(args: MultiagentArgs, backend: str, **kwargs: Any) -> Contender:
     from vec_envs.multiagent import make_multiagent_vec_env
 
     venv = make_multiagent_vec_env(functools.partial(spread, args.max_cycles), args.num_envs,
@@ -139,7 +139,7 @@ def ours(args: Args, backend: str, **kwargs: Any) -> Contender:
     return functools.partial(venv.step, actions), venv.num_envs, venv.close
 
 
-def supersuit_vec_env(args: Args, num_cpus: int) -> Contender:
+def supersuit_vec_env(args: MultiagentArgs, num_cpus: int) -> Contender:
     import supersuit as ss
 
     env = ss.pettingzoo_env_to_vec_env_v1(spread(args.max_cycles))
@@ -149,7 +149,7 @@ def supersuit_vec_env(args: Args, num_cpus: int) -> Contender:
     return functools.partial(venv.step, actions), venv.num_envs, venv.close
 
 
-def echo_rows(args: Args, backend: str, packed: bool = False) -> Contender:
+def echo_rows(args: MultiagentArgs, backend: str, packed: bool = False) -> Contender:
     """8 Echo envs as agent rows; ``packed``: step the backend under the rows directly (one
     row per env, the agents packed), so the difference is what the rows layer costs."""
     from vec_envs.multiagent import make_multiagent_vec_env
@@ -171,7 +171,7 @@ def echo_single(rows: int) -> Contender:
     return functools.partial(venv.step, np.ones(rows, np.int64)), rows, venv.close
 
 
-def contenders(args: Args) -> dict[str, Contender]:
+def contenders(args: MultiagentArgs) -> dict[str, Contender]:
     made = {
         "raw loop (ParallelEnv.step in series)": raw_loop(args),
         "vec_envs dummy": ours(args, "dummy"),
@@ -189,7 +189,7 @@ def contenders(args: Args) -> dict[str, Contender]:
     return made
 
 
-def parent_cost_contenders(args: Args) -> dict[str, Contender]:
+def parent_cost_contenders(args: MultiagentArgs) -> dict[str, Contender]:
     return {f"{args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args, "subproc"),
             f"{args.num_envs} Echo envs x 3 agents, packed (the backend under the rows)": echo_rows(
                 args, "subproc", packed=True),
@@ -224,7 +224,7 @@ def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float, flo
     return time.perf_counter() - wall, time.thread_time() - cpu, tree_cpu() - tree
 
 
-def measure(made: dict[str, Contender], args: Args) -> dict[str, tuple[float, float, float]]:
+def measure(made: dict[str, Contender], args: MultiagentArgs) -> dict[str, tuple[float, float, float]]:
     """Medians over alternated rounds of each contender's row-steps/s, driving-thread CPU us
     per row-step and every process's CPU us per row-step; closes every contender."""
     samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in made}
@@ -241,8 +241,8 @@ def measure(made: dict[str, Contender], args: Args) -> dict[str, tuple[float, fl
             for name, rounds in samples.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(Args, argv)
+def run_multiagent(args: MultiagentArgs) -> int:
+    """Time every contender and print both tables."""
     results = measure(contenders(args), args)
     raw = next(iter(results.values()))[0]
     print(f"simple_spread_v3, {args.num_envs} envs x 3 agents, {args.rounds} rounds of {args.steps} steps "
@@ -259,7 +259,3 @@ def main(argv: list[str] | None = None) -> int:
     for name, (rate, cpu, _) in measure(parent_cost_contenders(args), args).items():
         print(f"| {name} | {rate:,.0f} | {cpu:.2f} |")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
