@@ -16,9 +16,11 @@ from vec_envs.errors import BrokenVecEnvError, EnvCallFailed, EnvWorkerError
 
 __all__ = ["ALLOWED_WHEN_BROKEN", "FailureState", "env_exception"]
 
-#: what a VecEnv still accepts after a failure: the calls that reset it, and what only
-#: prepares the next reset (close() checks nothing)
-ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options"})
+#: what a VecEnv still accepts after a failure: the calls that reset it, what only prepares
+#: the next reset, and the env access a user needs to look at or repair envs before that
+#: reset (close() checks nothing); nothing that steps
+ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options",
+                                 "get_attr", "set_attr", "env_method", "env_is_wrapped", "get_images", "render"})
 BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the batch "
           "part-way (which other envs ran depends on the backend); call reset() to start every env afresh, "
           "or close()")

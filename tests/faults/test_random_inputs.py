@@ -21,7 +21,7 @@ from tests.backends import BACKENDS
 from tests.faults.test_worker_faults import children
 from tests.faulty_envs import BAD_STEP_OUTPUTS, OutputEnv, SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
-from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
+from vec_envs.errors import BrokenVecEnvError, EnvTimeoutError, EnvWorkerError, VecEnvError
 
 N = 4
 #: every error a user may see from bad input or a bad env; anything else is a bug
@@ -77,13 +77,16 @@ def test_random_inputs_and_env_outputs_raise_only_documented_errors(venv, plan, 
     venv.set_attr("plan", tuple(plan), indices=bad_env)
     attempt(lambda: venv.seed(seed))
     assert not isinstance(attempt(venv.reset), BaseException)
-    for name in plan:
+    for k, name in enumerate(plan):
         result = attempt(lambda: venv.step(good))
         if name == "good":
             assert not isinstance(result, BaseException), result
         else:
             assert isinstance(result, BaseException), f"{name} was accepted"
             check_names_the_env(result, bad_env)
+            assert isinstance(attempt(lambda: venv.step(good)), BrokenVecEnvError)  # only a reset goes on
+            venv.set_attr("plan", tuple(plan[k + 1:]), indices=bad_env)  # the plan counts steps since reset
+            assert not isinstance(attempt(venv.reset), BaseException)
     assert isinstance(attempt(lambda: venv.step(bad)), (ValueError, TypeError))
     for call in (lambda: venv.get_attr("t", indices=index), lambda: venv.env_method("reset", indices=index),
                  lambda: venv.reset_single_env(index)):
