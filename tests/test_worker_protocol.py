@@ -12,7 +12,7 @@ import pytest
 
 from vec_envs.errors import EnvWorkerError
 from vec_envs.subproc.shared_slice_server import SharedSliceServer
-from vec_envs.subproc.subproc_worker import SubprocWorker
+from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import (
@@ -23,12 +23,12 @@ from vec_envs.workers.protocol import (
     ResetOneRequest,
     ResetReply,
     ResetRequest,
-    SliceServer,
     SpacesReply,
     StepReply,
     WorkerFailure,
 )
 from vec_envs.workers.restart_policy import RestartPolicy
+from vec_envs.workers.slice_server import SliceServer
 
 
 def cartpoles(n: int = 2) -> list:
@@ -79,6 +79,15 @@ def test_unknown_command_through_a_worker_process_is_answered():
     assert worker.process._closed  # joined and released, nothing left running
 
 
+def test_spaces_know_no_transport():
+    """The shared region lays out the batch buffers; a transport's control block is its own."""
+    from vec_envs.spaces import shared_memory
+
+    tree = ast.parse(Path(shared_memory.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not [m for m in imported if m and m.startswith(("vec_envs.subproc", "vec_envs.workers", "vec_envs.ray"))]
+
+
 def test_protocol_imports_no_transport():
     from vec_envs.workers import protocol
 
@@ -124,7 +133,7 @@ def test_an_episode_end_in_shared_memory_needs_no_message():
     shared = SharedBuffers(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3), 2)
     server = SharedSliceServer([lambda: QuietEnv(length=2, truncate=True), lambda: QuietEnv(length=3)], 0)
     try:
-        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, 0, shared.fd)
+        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, shared.fd)
         assert server.handle(Command.ATTACH_SHARED, request).ok
         server.handle(Command.RESET, ResetRequest([1, 2]))
         shared.actions[:] = [0, 0]
@@ -132,7 +141,7 @@ def test_an_episode_end_in_shared_memory_needs_no_message():
         last = shared.buffers.obs[0].copy()
         shared.actions[:] = [1, 1]
         # env 0 truncates now; its reset (the 2nd) gives an empty reset info: nothing to say
-        assert server.step_for_doorbell() is None
+        assert server.handle(Command.STEP, None).value.is_empty
         ended = with_terminal(shared.buffers, 0, {})
         assert shared.buffers.dones.tolist() == [True, False]
         assert ended["TimeLimit.truncated"] is True and not np.array_equal(ended["terminal_observation"], last)

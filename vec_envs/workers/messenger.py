@@ -33,7 +33,9 @@ from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["DRAIN_TIMEOUT_S", "Messenger"]
 
-DRAIN_TIMEOUT_S = 1.0  # late replies (a call given up on: timeout, Ctrl-C), all workers together
+#: work given up on (a timeout, a Ctrl-C, a failed recv) finishes within this, all workers
+#: together, or its workers are killed
+DRAIN_TIMEOUT_S = 1.0
 
 
 class Messenger:

@@ -25,7 +25,7 @@ from vec_envs.stepping.env_slice import with_terminal
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers import fork_safety
-from vec_envs.workers.async_batches import AsyncBatches
+from vec_envs.workers.async_batches import AsyncBatches, BatchHost
 from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import DRAIN_TIMEOUT_S, Messenger
 from vec_envs.workers.protocol import (
@@ -174,7 +174,12 @@ class WorkerVecEnv(VecEnvBase):
 
     def _make_async_batches(self) -> AsyncBatches:
         """The parent's side of recv/send (default: one command per group of envs per worker)."""
-        return AsyncBatches(self)
+        return AsyncBatches(self._batch_host())
+
+    def _batch_host(self) -> BatchHost:
+        """What the recv/send machinery may use of this VecEnv."""
+        return BatchHost(type(self).__name__, self.workers, self.messenger, np.asarray(self._worker_of, np.int64),
+                         self.buffers, self.reset_infos, self._restart, self.ended_info, self.returned_envs)
 
     def _prepare_worker(self, w: int) -> None:
         """Called once per (re)started worker, after its spaces were checked.
