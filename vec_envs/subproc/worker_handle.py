@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from multiprocessing.connection import wait
 from typing import Any
 
+import numpy as np
+
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.control import ParentLanes
 from vec_envs.subproc.lane_serving import EnvMessage
@@ -115,13 +117,8 @@ class SubprocWorker(Worker):
             raise WorkerDied("was stopped")
         if self.broken:
             raise WorkerDied(CUT_MID_MESSAGE)
-        lanes = self.lanes
-        if command == Command.STEP and payload is None and lanes is not None:
-            lanes.set_together(True)
-            self._lane_target = lanes.answers(self.index) + self.stop - self.first_index
-            lanes.request(slice(self.first_index, self.stop))  # the actions are in shared memory already
-            if lanes.sleeping(self.index):
-                self.wake()
+        if command == Command.STEP and payload is None and self.lanes is not None:
+            self._request_lanes(self.lanes)
             return
         try:
             if command == Command.ATTACH_SHARED:
@@ -134,6 +131,14 @@ class SubprocWorker(Worker):
         except BaseException as exc:
             self.broken = not isinstance(exc, Exception)  # a Ctrl-C mid-message (a pickling error sends nothing)
             raise
+
+    def _request_lanes(self, lanes: ParentLanes) -> None:
+        """Request every env of the slice (the actions are in shared memory already)."""
+        lanes.set_together(True)
+        self._lane_target = lanes.answers(self.index) + self.stop - self.first_index
+        lanes.request(slice(self.first_index, self.stop))
+        if lanes.sleeping(self.index):
+            self.wake()
 
     def wake(self) -> None:
         """Wake the worker asleep on its pipe (it looks at its lanes then); no reply."""
@@ -156,11 +161,10 @@ class SubprocWorker(Worker):
     def _recv_lanes(self) -> Outcome:
         """The reply to a lane step: from the lanes, and the message of the envs that talk."""
         self._lane_target = 0
-        lanes = self.lanes
-        if lanes is None or not lanes.finished(slice(self.first_index, self.stop)).all():
+        if not self._lanes_finished():  # no local view of the lanes: the error's frames hold none
             self.process.join(1.0)
             raise WorkerDied(describe_exit(self.process.exitcode))
-        talking = lanes.answered[self.first_index:self.stop] & 1
+        talking = self._talking()
         if not talking.any():
             return STEPPED_QUIETLY  # all is in shared memory
         messages = self._lane_messages(set((talking.nonzero()[0] + self.first_index).tolist()))
@@ -172,13 +176,19 @@ class SubprocWorker(Worker):
         reset_infos = {m.env - first: m.outcome.value[1] for m in messages if m.outcome.value[1]}
         return Outcome(True, StepReply(infos, reset_infos, None))
 
+    def _lanes_finished(self) -> bool:
+        return self.lanes is not None and bool(self.lanes.finished(slice(self.first_index, self.stop)).all())
+
+    def _talking(self) -> np.ndarray:
+        """Which envs of the slice sent a message with their answer (a fresh 0/1 array)."""
+        return self.lanes.answered[self.first_index:self.stop] & 1 if self.lanes is not None else np.zeros(0)
+
     def _lane_messages(self, envs: set[int]) -> list[EnvMessage]:
         """Read the messages of ``envs`` (the pipe carries one list per answer that talks)."""
-        expected = self.lanes.expected if self.lanes is not None else None
         found: list[EnvMessage] = []
         while envs:
             for message in self.recv_message():
-                if message.env in envs and (expected is None or message.seq == expected[message.env]):
+                if message.env in envs and self._current(message):
                     envs.discard(message.env)
                     found.append(message)
         return found
@@ -193,6 +203,10 @@ class SubprocWorker(Worker):
         except BaseException:  # a Ctrl-C mid-message: the rest of it is still in the pipe
             self.broken = True
             raise
+
+    def _current(self, message: EnvMessage) -> bool:
+        """Does ``message`` answer the last request of its env (not one given up on)?"""
+        return self.lanes is None or message.seq == self.lanes.expected[message.env]
 
     @classmethod
     def wait(cls, workers: Sequence[SubprocWorker], timeout: float | None) -> list[SubprocWorker]:
@@ -244,8 +258,7 @@ class SubprocWorker(Worker):
     def _ready(self) -> bool:
         """The reply is there: the lanes answered, or a message waits in the pipe."""
         if self._lane_target:
-            return self._answers() >= self._lane_target and bool(
-                self.lanes is not None and self.lanes.finished(slice(self.first_index, self.stop)).all())
+            return self._answers() >= self._lane_target and self._lanes_finished()
         return self._has_message()
 
     def _has_message(self) -> bool:
