@@ -5,6 +5,7 @@ import multiprocessing as mp
 from collections.abc import Sequence
 
 from vec_envs.arguments import check_timeout
+from vec_envs.cpus import available_cpus
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.subproc import control, wake_up
@@ -19,11 +20,7 @@ from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.types import EnvFn
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
-from vec_envs.workers.worker_vec_env import (
-    WorkerVecEnv,
-    available_cpus,
-    resolve_in_series,
-)
+from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
 

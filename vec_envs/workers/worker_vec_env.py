@@ -19,6 +19,7 @@ import numpy as np
 
 from vec_envs.arguments import check_int, check_timeout
 from vec_envs.async_envs import EnvStatus, check_batch_size
+from vec_envs.cpus import available_cpus
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError, VecEnvError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size, write_rows
 from vec_envs.stepping.env_slice import with_terminal
@@ -59,17 +60,9 @@ KILLED_AT_CLOSE = ("{cls}.close(): envs {envs} (workers {workers}) were still bu
                    "killed (their envs were not closed)")
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def resolve_in_series(in_series: int | str, num_envs: int, cpus: int | None = None) -> int:
     """Envs per worker: an int as given, "auto" for about one worker per CPU (``cpus``, by
-    default those available to this process)."""
+    default those this process may use: ``vec_envs.cpus``)."""
     if in_series == "auto":
         return math.ceil(num_envs / min(num_envs, cpus or available_cpus()))
     return min(check_int("in_series", in_series, alternatives="or 'auto'"), num_envs)
