@@ -36,7 +36,7 @@ def test_recv_is_woken_by_the_answers(no_fallback, closing):
     for _ in range(rounds):  # every env is sent just before: each recv sleeps on them
         env_ids = venv.recv()[4]
         venv.send(np.zeros(4, np.int64), env_ids)
-    sleeper = venv.batches.sleeper
+    sleeper = venv._async_batches.sleeper
     assert sleeper.naps == 0
     assert sleeper.wakes >= rounds
 

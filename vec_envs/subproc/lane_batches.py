@@ -49,7 +49,7 @@ class LaneBatches(AsyncBatches):
         ...     venv.async_reset()
         ...     obs, rewards, dones, infos, env_ids = venv.recv()   # the first 2 envs reset
         ...     venv.send([0, 1], env_ids)                          # step them; the others wait
-        ...     kind = type(venv.batches).__name__
+        ...     kind = type(venv._async_batches).__name__
         >>> kind, obs.shape, rewards.tolist()
         ('LaneBatches', (2, 4), [0.0, 0.0])
     """

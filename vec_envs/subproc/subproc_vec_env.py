@@ -57,15 +57,11 @@ class SubprocVecEnv(WorkerVecEnv):
             time then goes to the agent).
         batch_size: envs per ``recv`` (None: all). Each worker steps an env as soon as its
             action arrives and reports it as soon as it is done, so ``recv`` returns the
-            first ``batch_size`` envs to finish while the others keep stepping (with shared
-            memory: one sequence number per env, no pipe message unless an env has infos).
+            first ``batch_size`` envs to finish while the others keep stepping.
 
-    While there are no more processes than CPUs, each side polls for the other's message
-    a little longer than it usually waits (0.2-2 ms) before sleeping, which saves the
-    ~100 us wake-up of a sleeping process; with more processes than CPUs nobody spins,
-    except under ``batch_size``, where the parent (which mostly waits) is not counted and
-    each side spins only while its waits are mostly short (see ``spin_wait.py``). A
-    sleeping parent is woken by the workers' answers (``wake_up.py``).
+    While there are no more processes than CPUs, parent and workers wait for each other
+    by polling for a fraction of a millisecond before they sleep; otherwise they sleep at
+    once, and wake as soon as there is work.
 
     Example:
         >>> import gymnasium as gym
@@ -74,7 +70,7 @@ class SubprocVecEnv(WorkerVecEnv):
         (8, 4)
     """
 
-    worker_class = SubprocWorker
+    _worker_class = SubprocWorker
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,

@@ -65,7 +65,7 @@ class AsyncBatches:
         ...                    batch_size=3) as venv:
         ...     venv.async_reset()                   # RESET to both workers
         ...     env_ids = venv.recv()[4]             # both replied: 3 of their 4 envs returned
-        ...     kind = type(venv.batches).__name__
+        ...     kind = type(venv._async_batches).__name__
         >>> kind, len(env_ids)
         ('AsyncBatches', 3)
     """

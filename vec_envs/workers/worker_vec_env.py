@@ -89,7 +89,7 @@ class WorkerVecEnv(VecEnvBase):
     step theirs.
     """
 
-    worker_class: type[Worker]
+    _worker_class: type[Worker]
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
@@ -108,7 +108,7 @@ class WorkerVecEnv(VecEnvBase):
         self._batch_size = batch_size
         self._batches: AsyncBatches | None = None
         self.workers: list[Worker] = []
-        self.messenger = Messenger(type(self).__name__, self.workers, self.worker_class)
+        self.messenger = Messenger(type(self).__name__, self.workers, self._worker_class)
         self._resources: list[Any] = []
         self._finalizer = weakref.finalize(self, _kill_all, self.workers, self._resources)
         fork_safety.register(self)
@@ -172,7 +172,7 @@ class WorkerVecEnv(VecEnvBase):
     def _batch_host(self) -> BatchHost:
         """What the recv/send machinery may use of this VecEnv."""
         return BatchHost(type(self).__name__, self.workers, self.messenger, np.asarray(self._worker_of, np.int64),
-                         self.buffers, self.reset_infos, self._restart, self.ended_info, self.returned_envs)
+                         self.buffers, self.reset_infos, self._restart, self._ended_info, self._returned_envs)
 
     def _prepare_worker(self, w: int) -> None:
         """Called once per (re)started worker, after its spaces were checked.
@@ -282,7 +282,7 @@ class WorkerVecEnv(VecEnvBase):
                 infos[i] = with_terminal(self.buffers, i, infos[i])
                 self.reset_infos[i] = reply.reset_infos.get(i - workers[worker_of[i]].first_index, {})
 
-    def ended_info(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
+    def _ended_info(self, i: int, info: dict[str, Any]) -> dict[str, Any]:
         """Env ``i`` ended: its info, with its terminal observation if that is in the buffers."""
         return info if self.buffers.terminal_obs is None else with_terminal(self.buffers, i, info)
 
@@ -295,23 +295,23 @@ class WorkerVecEnv(VecEnvBase):
 
     # ---------------------------------------------------------- asynchronous batches
     @property
-    def batches(self) -> AsyncBatches:
+    def _async_batches(self) -> AsyncBatches:
         """The recv/send machinery, made at the first ``async_reset``."""
         if self._batches is None:
             self._batches = self._make_async_batches()
         return self._batches
 
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
-        self.batches.reset(seeds, options)
+        self._async_batches.reset(seeds, options)
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
-        self.batches.send(actions, env_ids)
+        self._async_batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        obs, rewards, dones, infos, env_ids = self.batches.recv(count, self._wait_timeout(timeout))
+        obs, rewards, dones, infos, env_ids = self._async_batches.recv(count, self._wait_timeout(timeout))
         return obs, rewards, dones, infos, env_ids
 
-    def returned_envs(self) -> np.ndarray:
+    def _returned_envs(self) -> np.ndarray:
         """The envs returned by ``recv`` that wait for their ``send``."""
         return np.flatnonzero(self._async.status == EnvStatus.RETURNED)
 
@@ -478,7 +478,7 @@ class WorkerVecEnv(VecEnvBase):
             self.messenger.forget(w)
 
     # ------------------------------------------------------------------ fork safety
-    def forget_workers_after_fork(self) -> None:
+    def _forget_workers_after_fork(self) -> None:
         """In a forked child: leave the workers to the parent (called by ``fork_safety``)."""
         self._finalizer.detach()
         for worker in self.workers:
