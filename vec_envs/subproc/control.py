@@ -23,6 +23,7 @@ Example:
     >>> block = ControlBlock(np.zeros(ControlBlock.words(3, workers=1), np.int64), n=3, workers=1)
     >>> parent, worker = ParentLanes(block), WorkerLanes(block, 0, first=0, stop=3)
     >>> parent.request(np.array([0, 2]))            # after writing their actions
+    1
     >>> worker.pending().tolist(), worker.take(2)
     ([0, 2], 1)
     >>> worker.answer(2, 1, has_message=True)
@@ -91,24 +92,36 @@ class ParentLanes:
         self.block = block
         self.requested, self.answered = block.requested, block.answered
         self.expected = self.requested.copy()  # the number each env's answer will carry, never below requested
+        self._top = int(self.expected.max(initial=0))  # the highest number used, for any env
         self._sleeping = block.worker_rows[:, WorkerColumn.SLEEPING]
         self._rows = [_int_words(row) for row in block.worker_rows]
         self._parent = _int_words(block.parent_row)
 
-    def _next(self, env_ids: np.ndarray | slice) -> np.ndarray:
-        """Numbers above every one used for these envs (steps and resets alike), so an
-        answer never looks like the answer to a later request."""
-        seqs = self.expected[env_ids] + 1
-        self.expected[env_ids] = seqs
-        return seqs
+    def _next(self, env_ids: np.ndarray | slice) -> int:
+        """One number above every one used so far (steps and resets, every env), so an
+        answer never looks like the answer to a later request; one scalar store per array."""
+        self._top += 1
+        self.expected[env_ids] = self._top
+        return self._top
 
-    def request(self, env_ids: np.ndarray | slice) -> None:
-        """Ask the workers to step ``env_ids`` (their actions are written already)."""
-        self.requested[env_ids] = self._next(env_ids)
+    def request(self, env_ids: np.ndarray | slice) -> int:
+        """Ask the workers to step ``env_ids`` (their actions are written already); the
+        number their answers will carry."""
+        seq = self._next(env_ids)
+        self.requested[env_ids] = seq
+        return seq
 
-    def reset_seqs(self, env_ids: np.ndarray) -> np.ndarray:
+    def reset_seqs(self, env_ids: np.ndarray) -> list[int]:
         """The numbers the async reset of ``env_ids`` will be answered with (sent by pipe)."""
-        return self._next(env_ids)
+        return [self._next(env_ids)] * len(env_ids)
+
+    def slice_finished(self, first: int, stop: int, seq: int) -> bool:
+        """Have envs ``first:stop`` all answered request ``seq`` (lock-step)?"""
+        return bool(((self.answered[first:stop] >> 1) == seq).all())
+
+    def slice_quiet(self, first: int, stop: int, seq: int) -> bool:
+        """Have envs ``first:stop`` all answered request ``seq``, none with a message?"""
+        return bool((self.answered[first:stop] == seq << 1).all())
 
     def finished(self, env_ids: np.ndarray | slice) -> np.ndarray:
         """Which of ``env_ids`` have answered their last request (a bool mask)."""

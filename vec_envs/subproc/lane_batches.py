@@ -82,7 +82,7 @@ class LaneBatches(AsyncBatches):
             seqs = self.lanes.reset_seqs(env_ids)
             self.flying[env_ids] = self.resetting[env_ids] = self.any_resetting = True
             own = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
-            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs.tolist(), own.options))
+            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs, own.options))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:
         if not self.all_laned:

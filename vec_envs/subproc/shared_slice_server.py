@@ -19,7 +19,7 @@ Example:
     True
     >>> shared.actions[:] = [0, 1]
     >>> parent = ParentLanes(ControlBlock(shared.control, 2, 1))
-    >>> parent.request(slice(0, 2))
+    >>> seq = parent.request(slice(0, 2))
     >>> server.serve_lanes(None), parent.finished(slice(0, 2)).tolist()   # nothing to say: no message
     (2, [True, True])
     >>> server.handle(Command.CLOSE, None).ok

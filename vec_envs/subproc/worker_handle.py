@@ -94,6 +94,7 @@ class SubprocWorker(Worker):
         self.lanes: ParentLanes | None = None  # set by the backend once shared memory is attached
         self.sleeper: ParentSleep | None = None  # the parent's sleep, woken by the workers' answers
         self._lane_target = 0  # while a lane step is out: the answer count that completes it (0: none)
+        self._lane_seq = 0  # and the number its answers carry
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = pipe_poller(self.conn)
         self._running = ctx.RawValue("q", 0)  # 1 + the env the worker is calling (0: none)
@@ -136,7 +137,7 @@ class SubprocWorker(Worker):
         """Request every env of the slice (the actions are in shared memory already)."""
         lanes.set_together(True)
         self._lane_target = lanes.answers(self.index) + self.stop - self.first_index
-        lanes.request(slice(self.first_index, self.stop))
+        self._lane_seq = lanes.request(slice(self.first_index, self.stop))
         if lanes.sleeping(self.index):
             self.wake()
 
@@ -161,12 +162,12 @@ class SubprocWorker(Worker):
     def _recv_lanes(self) -> Outcome:
         """The reply to a lane step: from the lanes, and the message of the envs that talk."""
         self._lane_target = 0
+        if self.lanes is not None and self.lanes.slice_quiet(self.first_index, self.stop, self._lane_seq):
+            return STEPPED_QUIETLY  # the usual step: every env answered, all is in shared memory
         if not self._lanes_finished():  # no local view of the lanes: the error's frames hold none
             self.process.join(1.0)
             raise WorkerDied(describe_exit(self.process.exitcode))
         talking = self._talking()
-        if not talking.any():
-            return STEPPED_QUIETLY  # all is in shared memory
         messages = self._lane_messages(set((talking.nonzero()[0] + self.first_index).tolist()))
         failed = next((m.outcome for m in messages if not m.outcome.ok), None)
         if failed is not None:
@@ -177,7 +178,7 @@ class SubprocWorker(Worker):
         return Outcome(True, StepReply(infos, reset_infos, None))
 
     def _lanes_finished(self) -> bool:
-        return self.lanes is not None and bool(self.lanes.finished(slice(self.first_index, self.stop)).all())
+        return self.lanes is not None and self.lanes.slice_finished(self.first_index, self.stop, self._lane_seq)
 
     def _talking(self) -> np.ndarray:
         """Which envs of the slice sent a message with their answer (a fresh 0/1 array)."""
