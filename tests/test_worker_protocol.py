@@ -101,10 +101,10 @@ def test_protocol_imports_no_transport():
 def test_messenger_raises_the_remote_failure_with_env_and_traceback():
     messenger = Messenger("Example", [LocalWorker(0, cartpoles(), 5, 7)], LocalWorker)
     with pytest.raises(EnvWorkerError, match=r"env 6 \(worker 0\) raised in get_attr\(\): AttributeError") as info:
-        messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr")
+        messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr", list)
     assert (info.value.env_index, info.value.worker_index, info.value.method) == (6, 0, "get_attr")
     assert "Traceback" in info.value.remote_traceback
-    assert messenger.broadcast(Command.CLOSE, "close", None) == [None]
+    assert messenger.broadcast(Command.CLOSE, "close", None, type(None)) == [None]
 
 
 def test_restart_policy():

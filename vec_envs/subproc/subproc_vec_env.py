@@ -144,6 +144,6 @@ class SubprocVecEnv(WorkerVecEnv):
         request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index, shared.size,
                                       w, shared.fd, len(self.workers) if self._lanes is not None else 0,
                                       None if self._wake is None else self._wake.write_fd)
-        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
+        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__", type(None))
         if self._lanes is not None:
             worker.lanes, worker.sleeper = self._lanes, self._sleep

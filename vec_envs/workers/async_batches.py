@@ -25,7 +25,15 @@ from vec_envs.spaces.batching import BatchBuffers, take_rows, write_rows
 from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import Info, VecEnvRecvReturn
 from vec_envs.workers.messenger import Messenger
-from vec_envs.workers.protocol import Command, Outcome, ResetReply, ResetRequest, StepEnvsReply, StepEnvsRequest
+from vec_envs.workers.protocol import (
+    Command,
+    Outcome,
+    ResetReply,
+    ResetRequest,
+    StepEnvsReply,
+    StepEnvsRequest,
+    reply_as,
+)
 from vec_envs.workers.worker import Worker
 
 __all__ = ["AsyncBatches", "BatchHost", "split_actions"]
@@ -153,9 +161,9 @@ class AsyncBatches:
             self.restarted(w, self.host.restart(w, outcome.value, "recv"))
             return
         if command == Command.RESET:
-            self._store_reset(env_ids, outcome.value)
+            self._store_reset(env_ids, reply_as(outcome.value, ResetReply))
         else:
-            self._store_step(w, env_ids, outcome.value)
+            self._store_step(w, env_ids, reply_as(outcome.value, StepEnvsReply))
         self.ready.extend(env_ids.tolist())
         groups = self.queued.pop(w, None)
         if groups:

@@ -52,7 +52,7 @@ class WorkerEnvAccess:
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         w = self._worker_of[index]
         request = ResetOneRequest(index - self.workers[w].first_index, seed)
-        reply: ResetOneReply = self.messenger.round_trip(w, Command.RESET_ONE, request, self.timeout, "reset")
+        reply = self.messenger.round_trip(w, Command.RESET_ONE, request, self.timeout, "reset", ResetOneReply)
         self.reset_infos[index] = reply.info
         return reply.obs
 
@@ -67,7 +67,7 @@ class WorkerEnvAccess:
             groups.setdefault(w, []).append((pos, i - self.workers[w].first_index))
         for w, items in groups.items():
             self.messenger.send(w, command, request([k for _, k in items]))
-        results = self.messenger.results(self.messenger.gather(list(groups), self.timeout, method), method)
+        results = self.messenger.results(self.messenger.gather(list(groups), self.timeout, method), method, list)
         out: list[Any] = [None] * sum(len(items) for items in groups.values())
         for w, items in groups.items():
             for (pos, _), value in zip(items, results[w]):
@@ -91,7 +91,7 @@ class WorkerEnvAccess:
 
     def get_images(self) -> list[np.ndarray]:
         self._check_idle("get_images")
-        return [img for images in self.messenger.broadcast(Command.GET_IMAGES, "render", self.timeout)
+        return [img for images in self.messenger.broadcast(Command.GET_IMAGES, "render", self.timeout, list)
                 for img in images]
 
     def _get_states(self, indices: list[int]) -> list[Any]:
@@ -107,7 +107,8 @@ class WorkerEnvAccess:
             request.ks.append(i - self.workers[w].first_index)
         for w, request in by_worker.items():
             self.messenger.send(w, Command.SET_STATES, request)
-        self.messenger.results(self.messenger.gather(list(by_worker), self.timeout, "set_states"), "set_states")
+        self.messenger.results(self.messenger.gather(list(by_worker), self.timeout, "set_states"), "set_states",
+                               type(None))
 
     def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
                     return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
@@ -117,7 +118,7 @@ class WorkerEnvAccess:
             request = StepBatchRequest(actions[a:b], None if states is None else states[a:b], dts[a:b], return_states)
             self.messenger.send(worker.index, Command.STEP_BATCH, request)
         outcomes = self.messenger.gather(range(len(self.workers)), self.timeout, "step_batch")
-        replies: dict[int, StepBatchReply] = self.messenger.results(outcomes, "step_batch")
+        replies = self.messenger.results(outcomes, "step_batch", StepBatchReply)
         results: list[tuple] = []
         for w, reply in sorted(replies.items()):
             if reply.arrays is not None:

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from gymnasium import spaces
@@ -33,6 +33,7 @@ __all__ = [
     "EMPTY_STEP_REPLY",
     "NO_REPLY",
     "REPLY_TYPES",
+    "reply_as",
     "Arrays",
     "Command",
     "EnvIsWrappedRequest",
@@ -241,3 +242,14 @@ REPLY_TYPES: Mapping[Command, type | None] = MappingProxyType({
     Command.GET_STATES: list, Command.SET_STATES: None, Command.STEP_BATCH: StepBatchReply,
     Command.STEP_ENVS: StepEnvsReply,
 })
+
+
+R = TypeVar("R")
+
+
+def reply_as(value: object, expected: type[R]) -> R:
+    """An ok ``Outcome``'s value, read as the reply type of its command (``REPLY_TYPES``):
+    typed where it is used; another type is a protocol error, raised as such."""
+    if not isinstance(value, expected):
+        raise TypeError(f"a worker replied with a {type(value).__name__} where a {expected.__name__} was due")
+    return value

@@ -33,9 +33,12 @@ from vec_envs.workers.lock_step_replies import ended_info, flag_restarted, store
 from vec_envs.workers.messenger import DRAIN_TIMEOUT_S, Messenger
 from vec_envs.workers.protocol import (
     Command,
+    ResetReply,
     ResetRequest,
     SpacesReply,
+    StepReply,
     WorkerFailure,
+    reply_as,
 )
 from vec_envs.workers.restart_policy import RestartPolicy
 from vec_envs.workers.shutdown import close_workers, end_workers
@@ -110,7 +113,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self._local_index = len(slices) - 1 if self.step_in_parent else None
         self.workers.extend(self._new_worker(w, a, b) for w, (a, b) in enumerate(slices))
         self._worker_of = [w for w, (a, b) in enumerate(slices) for _ in range(a, b)]
-        spaces: list[SpacesReply] = self.messenger.broadcast(Command.GET_SPACES, "__init__", self._start_timeout())
+        spaces = self.messenger.broadcast(Command.GET_SPACES, "__init__", self._start_timeout(), SpacesReply)
         observation_space, action_space = spaces[0]
         for w, (obs_space, act_space) in enumerate(spaces):
             if (obs_space, act_space) != (observation_space, action_space):
@@ -202,7 +205,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "reset")
         for w, (ok, value) in outcomes.items():
             if ok:
-                store_reset(self.buffers, self.reset_infos, self.workers[w], value)
+                store_reset(self.buffers, self.reset_infos, self.workers[w], reply_as(value, ResetReply))
             else:
                 self._restart(w, value, "reset")
         return self._observations()
@@ -228,7 +231,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         failed = []
         for w, (ok, value) in outcomes.items():
             if ok:
-                store_step(self.buffers, self.reset_infos, self.workers[w].first_index, value, infos)
+                store_step(self.buffers, self.reset_infos, self.workers[w].first_index, reply_as(value, StepReply),
+                           infos)
             else:
                 failed.append((w, value))
         if self.buffers.terminal_obs is not None:
@@ -273,9 +277,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         old.kill()
         self.messenger.forget(w)
         self.workers[w] = self._new_worker(w, old.first_index, old.stop)
-        self.messenger.round_trip(w, Command.GET_SPACES, None, self._start_timeout(), "__init__")
+        self.messenger.round_trip(w, Command.GET_SPACES, None, self._start_timeout(), "__init__", SpacesReply)
         self._prepare_worker(w)
-        reply = self.messenger.round_trip(w, Command.RESET, ResetRequest(None), self.timeout, "reset")
+        reply = self.messenger.round_trip(w, Command.RESET, ResetRequest(None), self.timeout, "reset", ResetReply)
         store_reset(self.buffers, self.reset_infos, self.workers[w], reply)
 
     # ---------------------------------------------------------------------- close
