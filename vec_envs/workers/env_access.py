@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vec_envs.call_guard import guard_methods
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.types import Info, VecEnvIndices, VecEnvObs
 from vec_envs.workers.lock_step_replies import store_arrays
@@ -126,3 +127,6 @@ class WorkerEnvAccess:
             results.extend(reply.outcomes)
         return self._observations(), results
 
+
+
+guard_methods(WorkerEnvAccess)  # one caller at a time, as for VecEnvBase's own subclasses
