@@ -289,7 +289,7 @@ class LaneBatches(AsyncBatches):
                 self.messages[message.env] = message  # else from a round given up
 
     def _post(self, w: int, command: Command, request: Any) -> None:
-        """A command answered per env in the slots; a dead worker is found by ``_wait``."""
+        """A command answered per env in the lanes (or no reply: WAKE); a dead worker is found by ``_wait``."""
         try:
             self.host.workers[w].send(command, request)
         except WorkerDied:
