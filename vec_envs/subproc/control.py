@@ -96,24 +96,22 @@ class ParentLanes:
         self._sleeping = block.worker_rows[:, WorkerColumn.SLEEPING]
         self._rows = [_int_words(row) for row in block.worker_rows]
         self._parent = _int_words(block.parent_row)
-
-    def _next(self, env_ids: np.ndarray | slice) -> int:
-        """One number above every one used so far (steps and resets, every env), so an
-        answer never looks like the answer to a later request; one scalar store per array."""
-        self._top += 1
-        self.expected[env_ids] = self._top
-        return self._top
+        self.together = False  # what the TOGETHER column says (read here, no shared-memory load)
 
     def request(self, env_ids: np.ndarray | slice) -> int:
         """Ask the workers to step ``env_ids`` (their actions are written already); the
-        number their answers will carry."""
-        seq = self._next(env_ids)
+        number their answers will carry: one above every number used so far (steps and
+        resets, every env), so an answer never looks like the answer to a later request."""
+        self._top = seq = self._top + 1
+        self.expected[env_ids] = seq
         self.requested[env_ids] = seq
         return seq
 
     def reset_seqs(self, env_ids: np.ndarray) -> list[int]:
         """The numbers the async reset of ``env_ids`` will be answered with (sent by pipe)."""
-        return [self._next(env_ids)] * len(env_ids)
+        self._top = seq = self._top + 1
+        self.expected[env_ids] = seq
+        return [seq] * len(env_ids)
 
     def slice_finished(self, first: int, stop: int, seq: int) -> bool:
         """Have envs ``first:stop`` all answered request ``seq`` (lock-step)?"""
@@ -148,8 +146,8 @@ class ParentLanes:
 
     def set_together(self, together: bool) -> None:
         """Lock-step (True): a worker whose whole slice is requested answers it at once."""
-        if self._parent[ParentColumn.TOGETHER] != together:
-            self._parent[ParentColumn.TOGETHER] = int(together)
+        self.together = together
+        self._parent[ParentColumn.TOGETHER] = int(together)
 
     def restart(self, w: int, first: int, stop: int) -> None:
         """A new worker ``w`` takes over envs ``first:stop``: it starts from their numbers now."""
@@ -188,10 +186,13 @@ class WorkerLanes:
         self.seen[k] = seq
         return seq
 
-    def take_all(self) -> np.ndarray:
-        """Take every env's request: their sequence numbers."""
+    def take_whole(self) -> np.ndarray | None:
+        """Lock-step (``together()``): take every env's request if each has a new one, their
+        sequence numbers; None (nothing taken) if some env has none."""
         seqs = self.requested.copy()
-        self.seen[:] = seqs
+        if not (seqs != self.seen).all():
+            return None
+        self.seen = seqs  # a copy already: no store
         return seqs
 
     def skip_all(self) -> None:
@@ -205,9 +206,12 @@ class WorkerLanes:
         if self._waker is not None:
             self._waker()
 
-    def answer_all(self, seqs: np.ndarray, has_message: np.ndarray) -> None:
+    def answer_all(self, seqs: np.ndarray, has_message: np.ndarray | None = None) -> None:
         """Every env finished its request of ``seqs`` (one store); messages are sent already."""
-        self.answered[:] = seqs << 1 | has_message
+        if has_message is None:
+            np.left_shift(seqs, 1, out=self.answered)
+        else:
+            self.answered[:] = seqs << 1 | has_message
         self._row[WorkerColumn.ANSWERS] += len(seqs)
         if self._waker is not None:
             self._waker()

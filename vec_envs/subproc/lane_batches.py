@@ -93,7 +93,8 @@ class LaneBatches(AsyncBatches):
         if len(env_ids) == 0:
             return
         self.actions[env_ids] = actions
-        self.lanes.set_together(False)  # each env answered as soon as it is done
+        if self.lanes.together:
+            self.lanes.set_together(False)  # each env answered as soon as it is done
         self.lanes.request(env_ids)  # after the actions: a worker that sees it finds them
         self.flying[env_ids] = True
         self._wake_sleepers(env_ids)

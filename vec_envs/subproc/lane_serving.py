@@ -52,10 +52,12 @@ class EnvMessage(NamedTuple):
 
 def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> int:
     """Step every env with a new request, answering each when done; how many were stepped."""
+    if lanes.together():
+        seqs = lanes.take_whole()
+        if seqs is not None:
+            _serve_together(conn, server, lanes, seqs)
+            return len(seqs)
     pending = lanes.pending()
-    if len(pending) == len(lanes.seen) and lanes.together():
-        _serve_together(conn, server, lanes)
-        return len(pending)
     envs, actions = server.envs, server.shared_actions
     for k in pending.tolist():
         seq = lanes.take(k)
@@ -63,14 +65,15 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
     return len(pending)
 
 
-def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> None:
+def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seqs: np.ndarray) -> None:
     """Step the whole slice in one call; one message for the envs with something to say."""
-    seqs = lanes.take_all()
     messages = _slice_messages(lanes.first, seqs, server.handle(Command.STEP, None))
+    if not messages:
+        lanes.answer_all(seqs)
+        return
+    _send(conn, messages, "step")
     talking = np.zeros(len(seqs), np.int64)
-    if messages:
-        _send(conn, messages, "step")
-        talking[[message.env - lanes.first for message in messages]] = 1
+    talking[[message.env - lanes.first for message in messages]] = 1
     lanes.answer_all(seqs, talking)
 
 

@@ -119,7 +119,12 @@ class SubprocWorker(Worker):
         if self.broken:
             raise WorkerDied(CUT_MID_MESSAGE)
         if command == Command.STEP and payload is None and self.lanes is not None:
-            self._request_lanes(self.lanes)
+            if not self.lanes.together:
+                self.lanes.set_together(True)  # a slice requested whole is answered at once
+            self._lane_target = self.lanes.answers(self.index) + self.stop - self.first_index
+            self._lane_seq = self.lanes.request(slice(self.first_index, self.stop))  # actions are shared already
+            if self.lanes.sleeping(self.index):
+                self.wake()
             return
         try:
             if command == Command.ATTACH_SHARED:
@@ -132,14 +137,6 @@ class SubprocWorker(Worker):
         except BaseException as exc:
             self.broken = not isinstance(exc, Exception)  # a Ctrl-C mid-message (a pickling error sends nothing)
             raise
-
-    def _request_lanes(self, lanes: ParentLanes) -> None:
-        """Request every env of the slice (the actions are in shared memory already)."""
-        lanes.set_together(True)
-        self._lane_target = lanes.answers(self.index) + self.stop - self.first_index
-        self._lane_seq = lanes.request(slice(self.first_index, self.stop))
-        if lanes.sleeping(self.index):
-            self.wake()
 
     def wake(self) -> None:
         """Wake the worker asleep on its pipe (it looks at its lanes then); no reply."""
@@ -242,7 +239,7 @@ class SubprocWorker(Worker):
             remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
             pause = nap if remaining is None else (remaining if nap is None else min(nap, remaining))
             if sleeper is not None and pause is not None:
-                wanted = sum(max(1, w._lane_target - w._answers()) for w in stepping)
+                wanted = sum(max(1, w._lane_target - w.lanes.answers(w.index)) for w in stepping if w.lanes)
                 found = sleeper.sleep(lambda: any(w._ready() for w in stepping), list(by_handle), pause, wanted)
             else:
                 found = wait(list(by_handle), pause)
@@ -253,13 +250,12 @@ class SubprocWorker(Worker):
             _wake_sleepers(stepping)
             nap = nap if sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
 
-    def _answers(self) -> int:
-        return self.lanes.answers(self.index) if self.lanes is not None else 0
-
     def _ready(self) -> bool:
         """The reply is there: the lanes answered, or a message waits in the pipe."""
         if self._lane_target:
-            return self._answers() >= self._lane_target and self._lanes_finished()
+            lanes = self.lanes
+            return lanes is not None and lanes.answers(self.index) >= self._lane_target and lanes.slice_finished(
+                self.first_index, self.stop, self._lane_seq)
         return self._has_message()
 
     def _has_message(self) -> bool:
