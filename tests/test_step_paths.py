@@ -166,9 +166,7 @@ def test_lock_step_and_recv_send_share_the_lanes():
     parent.set_together(True)
     parent.request(slice(2, 4))  # lock-step: every env of worker 1
     assert worker.together() and worker.pending().tolist() == [0, 1]
-    seqs = worker.take_whole()
-    assert seqs is not None
-    worker.answer_all(seqs, np.array([0, 1]))
+    worker.answer_all(worker.take_whole(), np.array([0, 1]))
     assert parent.finished(slice(2, 4)).all() and parent.answers(1) == 2 and parent.has_message(3)
     parent.set_together(False)
     parent.request(np.array([3]))  # recv/send: one env

@@ -80,8 +80,8 @@ def test_a_slice_answered_together_counts_every_env_and_wakes_once():
         lanes = WorkerLanes(block, 0, 0, 3, wake_up.Waker(block, fd.write_fd).answered)
         sleeper = wake_up.ParentSleep(block, fd)
         block.requested[:] = 1
-        seqs = lanes.take_whole()
-        sleeper.sleep(lambda: lanes.answer_all(seqs, np.array([0, 1, 0])) and False, [], NEVER_S, wanted=3)
+        seq = lanes.take_whole()
+        sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (1, 0)
         assert block.answered.tolist() == [2, 3, 2] and not lanes.has_requests()
     finally:

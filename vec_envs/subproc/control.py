@@ -118,8 +118,9 @@ class ParentLanes:
         return bool(((self.answered[first:stop] >> 1) == seq).all())
 
     def slice_quiet(self, first: int, stop: int, seq: int) -> bool:
-        """Have envs ``first:stop`` all answered request ``seq``, none with a message?"""
-        return bool((self.answered[first:stop] == seq << 1).all())
+        """Have envs ``first:stop`` all answered request ``seq``, none with a message?
+        (One bytes comparison, ~0.3 us: NumPy's ``==`` and ``all`` on a few envs take ~2.)"""
+        return self.answered[first:stop].tobytes() == (seq << 1).to_bytes(8, "little") * (stop - first)
 
     def finished(self, env_ids: np.ndarray | slice) -> np.ndarray:
         """Which of ``env_ids`` have answered their last request (a bool mask)."""
@@ -165,6 +166,7 @@ class WorkerLanes:
         self._waker = waker  # called after each answer: wakes the parent if it sleeps for it
         self.first = first
         self.seen = self.requested.copy()  # the last request taken, per env
+        self._first_requested = _int_words(block.requested[first:first + 1])
         self._row = _int_words(block.worker_rows[w])
         self._parent = _int_words(block.parent_row)
 
@@ -186,14 +188,14 @@ class WorkerLanes:
         self.seen[k] = seq
         return seq
 
-    def take_whole(self) -> np.ndarray | None:
-        """Lock-step (``together()``): take every env's request if each has a new one, their
-        sequence numbers; None (nothing taken) if some env has none."""
-        seqs = self.requested.copy()
-        if not (seqs != self.seen).all():
-            return None
-        self.seen = seqs  # a copy already: no store
-        return seqs
+    def take_whole(self) -> int:
+        """Lock-step (``together()``): the parent requests whole slices, one number for all
+        its envs; take it once every env shows it (0: not yet: the parent is writing it)."""
+        seq = self._first_requested[0]
+        if self.requested.tobytes() != seq.to_bytes(8, "little") * len(self.seen):
+            return 0
+        self.seen.fill(seq)
+        return seq
 
     def skip_all(self) -> None:
         """Drop every request not taken (an async reset replaces them)."""
@@ -206,13 +208,13 @@ class WorkerLanes:
         if self._waker is not None:
             self._waker()
 
-    def answer_all(self, seqs: np.ndarray, has_message: np.ndarray | None = None) -> None:
-        """Every env finished its request of ``seqs`` (one store); messages are sent already."""
+    def answer_all(self, seq: int, has_message: np.ndarray | None = None) -> None:
+        """Every env finished request ``seq`` (one store); messages are sent already."""
         if has_message is None:
-            np.left_shift(seqs, 1, out=self.answered)
+            self.answered.fill(seq << 1)
         else:
-            self.answered[:] = seqs << 1 | has_message
-        self._row[WorkerColumn.ANSWERS] += len(seqs)
+            self.answered[:] = seq << 1 | has_message
+        self._row[WorkerColumn.ANSWERS] += len(self.seen)
         if self._waker is not None:
             self._waker()
 

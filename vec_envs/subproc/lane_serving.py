@@ -52,11 +52,11 @@ class EnvMessage(NamedTuple):
 
 def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> int:
     """Step every env with a new request, answering each when done; how many were stepped."""
-    if lanes.together():
-        seqs = lanes.take_whole()
-        if seqs is not None:
-            _serve_together(conn, server, lanes, seqs)
-            return len(seqs)
+    if lanes.together():  # lock-step: whole slices only (0: the request is still being written)
+        seq = lanes.take_whole()
+        if seq:
+            _serve_together(conn, server, lanes, seq)
+        return len(lanes.seen) if seq else 0
     pending = lanes.pending()
     envs, actions = server.envs, server.shared_actions
     for k in pending.tolist():
@@ -65,29 +65,30 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
     return len(pending)
 
 
-def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seqs: np.ndarray) -> None:
+def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seq: int) -> None:
     """Step the whole slice in one call; one message for the envs with something to say."""
-    messages = _slice_messages(lanes.first, seqs, server.handle(Command.STEP, None))
+    messages = _slice_messages(lanes.first, seq, len(lanes.seen), server.handle(Command.STEP, None))
     if not messages:
-        lanes.answer_all(seqs)
+        lanes.answer_all(seq)
         return
     _send(conn, messages, "step")
-    talking = np.zeros(len(seqs), np.int64)
+    talking = np.zeros(len(lanes.seen), np.int64)
     talking[[message.env - lanes.first for message in messages]] = 1
-    lanes.answer_all(seqs, talking)
+    lanes.answer_all(seq, talking)
 
 
-def _slice_messages(first: int, seqs: np.ndarray, outcome: Outcome) -> list[EnvMessage]:
-    """The messages of a slice stepped together: its envs' non-empty infos, or the failure."""
+def _slice_messages(first: int, seq: int, n: int, outcome: Outcome) -> list[EnvMessage]:
+    """The messages of a slice of ``n`` envs stepped together for request ``seq``: its envs'
+    non-empty infos, or the failure."""
     if not outcome.ok:
         failed = outcome.value.env_index
-        k = failed - first if failed is not None and 0 <= failed - first < len(seqs) else 0
-        return [EnvMessage(first + k, int(seqs[k]), outcome)]
+        k = failed - first if failed is not None and 0 <= failed - first < n else 0
+        return [EnvMessage(first + k, seq, outcome)]
     reply: StepReply = outcome.value
     if reply.is_empty:
         return []
     infos, reset_infos = reply.infos, reply.reset_infos
-    return [EnvMessage(first + k, int(seqs[k]), Outcome(True, (infos.get(k, {}), reset_infos.get(k))))
+    return [EnvMessage(first + k, seq, Outcome(True, (infos.get(k, {}), reset_infos.get(k))))
             for k in sorted({*infos, *reset_infos})]
 
 

@@ -254,8 +254,9 @@ class SubprocWorker(Worker):
         """The reply is there: the lanes answered, or a message waits in the pipe."""
         if self._lane_target:
             lanes = self.lanes
-            return lanes is not None and lanes.answers(self.index) >= self._lane_target and lanes.slice_finished(
-                self.first_index, self.stop, self._lane_seq)
+            return lanes is not None and lanes.answers(self.index) >= self._lane_target and (
+                lanes.slice_quiet(self.first_index, self.stop, self._lane_seq)
+                or lanes.slice_finished(self.first_index, self.stop, self._lane_seq))
         return self._has_message()
 
     def _has_message(self) -> bool:
