@@ -95,6 +95,7 @@ class SubprocWorker(Worker):
         self.sleeper: ParentSleep | None = None  # the parent's sleep, woken by the workers' answers
         self._lane_target = 0  # while a lane step is out: the answer count that completes it (0: none)
         self._lane_seq = 0  # and the number its answers carry
+        self._quiet = False  # _ready saw every answer in, none with a message
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self._poller = pipe_poller(self.conn)
         self._running = ctx.RawValue("q", 0)  # 1 + the env the worker is calling (0: none)
@@ -122,6 +123,7 @@ class SubprocWorker(Worker):
             if not self.lanes.together:
                 self.lanes.set_together(True)  # a slice requested whole is answered at once
             self._lane_target = self.lanes.answers(self.index) + self.stop - self.first_index
+            self._quiet = False
             self._lane_seq = self.lanes.request(slice(self.first_index, self.stop))  # actions are shared already
             if self.lanes.sleeping(self.index):
                 self.wake()
@@ -159,8 +161,9 @@ class SubprocWorker(Worker):
     def _recv_lanes(self) -> Outcome:
         """The reply to a lane step: from the lanes, and the message of the envs that talk."""
         self._lane_target = 0
-        if self.lanes is not None and self.lanes.slice_quiet(self.first_index, self.stop, self._lane_seq):
-            return STEPPED_QUIETLY  # the usual step: every env answered, all is in shared memory
+        if self._quiet:  # seen by _ready: every env answered, nothing to say
+            self._quiet = False
+            return STEPPED_QUIETLY  # all is in shared memory
         if not self._lanes_finished():  # no local view of the lanes: the error's frames hold none
             self.process.join(1.0)
             raise WorkerDied(describe_exit(self.process.exitcode))
@@ -254,9 +257,10 @@ class SubprocWorker(Worker):
         """The reply is there: the lanes answered, or a message waits in the pipe."""
         if self._lane_target:
             lanes = self.lanes
-            return lanes is not None and lanes.answers(self.index) >= self._lane_target and (
-                lanes.slice_quiet(self.first_index, self.stop, self._lane_seq)
-                or lanes.slice_finished(self.first_index, self.stop, self._lane_seq))
+            if lanes is None or lanes.answers(self.index) < self._lane_target:
+                return False
+            self._quiet = lanes.slice_quiet(self.first_index, self.stop, self._lane_seq)
+            return self._quiet or lanes.slice_finished(self.first_index, self.stop, self._lane_seq)
         return self._has_message()
 
     def _has_message(self) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.control import WorkerLanes
+from vec_envs.subproc.lane_serving import serve_requests
 from vec_envs.subproc.shared_slice_server import SharedSliceServer, receive_attach
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.unpicklable import unpicklable_reply
@@ -62,7 +63,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
             if event == _PARENT_GONE:
                 return
             if event == _LANES and server.lanes is not None:
-                server.serve_lanes(conn)
+                serve_requests(conn, server, server.lanes)
             elif _serve_pipe_command(conn, server) == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):
