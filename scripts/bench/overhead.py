@@ -10,7 +10,8 @@ EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1:
 - **e**: CPU per step of one env stepped alone in a plain loop.
 
 Spinning is counted by wrapping ``spin_until`` where vec_envs calls it
-(``vec_envs.subproc.slotted_batches`` and ``vec_envs.subproc.subproc_worker``): in the
+(``vec_envs.subproc.lane_batches``, ``vec_envs.subproc.worker_handle`` and
+``vec_envs.subproc.worker_loop``): in the
 parent for the measurement, and in each worker by the env factory, which adds the
 worker's spin CPU to its slot of a small file the parent reads.
 
@@ -49,7 +50,8 @@ from vec_envs.cli.args import in_series_arg
 
 __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 
-SPIN_SITES = ("vec_envs.subproc.slotted_batches", "vec_envs.subproc.subproc_worker")
+SPIN_SITES = ("vec_envs.subproc.lane_batches", "vec_envs.subproc.worker_handle")  # the parent's waits
+WORKER_SPIN_SITE = "vec_envs.subproc.worker_loop"  # a worker's wait for work
 WARMUP_S = 0.3
 ACTION_TABLE = 256
 ENV_LABELS = {"zero": "zero-cost env", "cartpole": "CartPole-v1"}
@@ -138,7 +140,7 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
         import importlib
 
         _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(spins.slots,))
-        module = importlib.import_module("vec_envs.subproc.subproc_worker")
+        module = importlib.import_module(WORKER_SPIN_SITE)
         view = _worker_spins
 
         def add(seconds: float) -> None:
@@ -171,25 +173,20 @@ def parent_spins() -> Iterator[list[float]]:
 
 @contextmanager
 def planned_cpus(cpus: int | None) -> Iterator[None]:
-    """While inside, vec_envs plans for ``cpus`` CPUs: ``VEC_ENVS_CPUS`` is set, and (for a
-    vec_envs that does not read it) ``available_cpus`` where ``in_series="auto"`` and spinning ask."""
+    """While inside, vec_envs plans for ``cpus`` CPUs (``VEC_ENVS_CPUS``, which
+    ``in_series="auto"`` and the choice to spin read)."""
     if cpus is None:
         yield
         return
-    import vec_envs.subproc.subproc_vec_env as subproc_module
-    import vec_envs.workers.worker_vec_env as workers_module
-
-    saved = os.environ.get("VEC_ENVS_CPUS"), workers_module.available_cpus, subproc_module.available_cpus
+    saved = os.environ.get("VEC_ENVS_CPUS")
     os.environ["VEC_ENVS_CPUS"] = str(cpus)
-    workers_module.available_cpus = subproc_module.available_cpus = lambda: cpus
     try:
         yield
     finally:
-        workers_module.available_cpus, subproc_module.available_cpus = saved[1], saved[2]
-        if saved[0] is None:
+        if saved is None:
             os.environ.pop("VEC_ENVS_CPUS", None)
         else:
-            os.environ["VEC_ENVS_CPUS"] = saved[0]
+            os.environ["VEC_ENVS_CPUS"] = saved
 
 
 # ---------------------------------------------------------------- measuring

@@ -3,7 +3,7 @@
 ``VecEnvBase.step`` runs ``step_async``'s and ``step_wait``'s bodies itself unless a
 subclass overrides either (then it calls them); ``Messenger.gather`` hands out outcomes
 in the order asked, keeping what arrived when it times out; ``Spin`` learns from a wait
-at the next ``budget()``; a spinning worker looks at its env slots by their bytes.
+at the next ``budget()``; a spinning worker looks at its env lanes by their bytes.
 """
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from tests.envs import SeededEnv
 from tests.faulty_envs import SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
-from vec_envs.subproc.env_slots import WorkerSlots
+from vec_envs.subproc.control import ControlBlock, ParentLanes, WorkerLanes
 from vec_envs.subproc.spin_wait import SPIN_MAX_S, SPIN_MIN_S, Spin
-from vec_envs.subproc.subproc_worker import _has_requests
 from vec_envs.workers.protocol import Command
 from wrappers import VecNormalize
 
@@ -152,16 +151,29 @@ def test_a_spin_learns_from_its_waits_at_the_next_budget():
     assert len(unasked._unlearnt) < 100
 
 
-def test_a_spinning_worker_sees_new_slot_requests_as_pending_does():
-    requested, answered = np.zeros(6, np.int64), np.zeros(6, np.int64)
-    slots = WorkerSlots(requested, answered, np.zeros(8, np.int64), 2, 5)
-    assert not _has_requests(slots)
-    assert len(slots.pending()) == 0
-    requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
-    assert _has_requests(slots)
-    assert slots.pending().tolist() == [2]
-    slots.take(2)
-    assert not _has_requests(slots)
-    assert len(slots.pending()) == 0
-    requested[5] = 1  # another worker's env
-    assert not _has_requests(slots)
+def test_a_spinning_worker_sees_new_lane_requests_as_pending_does():
+    block = ControlBlock(np.zeros(ControlBlock.words(6, workers=2), np.int64), n=6, workers=2)
+    lanes = WorkerLanes(block, 1, 2, 5)
+    assert not lanes.has_requests() and len(lanes.pending()) == 0
+    block.requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
+    assert lanes.has_requests() and lanes.pending().tolist() == [2]
+    lanes.take(2)
+    assert not lanes.has_requests() and len(lanes.pending()) == 0
+    block.requested[5] = 1  # another worker's env
+    assert not lanes.has_requests()
+
+
+def test_lock_step_and_recv_send_share_the_lanes():
+    """A whole slice requested (lock-step) and some envs (recv/send) are the same numbers."""
+    block = ControlBlock(np.zeros(ControlBlock.words(4, workers=2), np.int64), n=4, workers=2)
+    parent, worker = ParentLanes(block), WorkerLanes(block, 1, 2, 4)
+    parent.set_together(True)
+    parent.request(slice(2, 4))  # lock-step: every env of worker 1
+    assert worker.together() and worker.pending().tolist() == [0, 1]
+    worker.answer_all(worker.take_whole(), np.array([0, 1]))
+    assert parent.finished(slice(2, 4)).all() and parent.answers(1) == 2 and parent.has_message(3)
+    parent.set_together(False)
+    parent.request(np.array([3]))  # recv/send: one env
+    assert not worker.together() and worker.pending().tolist() == [1]
+    worker.answer(1, worker.take(1), has_message=False)
+    assert parent.finished(np.array([2, 3])).all() and parent.answers(1) == 3 and not parent.has_message(3)

@@ -12,7 +12,8 @@ import pytest
 from tests.faulty_envs import SlowStepEnv
 from tests.helpers import fns_with
 from vec_envs import SubprocVecEnv
-from vec_envs.subproc import slotted_batches, subproc_worker, wake_up
+from vec_envs.subproc import lane_batches, wake_up, worker_handle
+from vec_envs.subproc.control import ControlBlock, WorkerLanes
 
 STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
 NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show in ``naps``
@@ -22,8 +23,8 @@ NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show 
 def no_fallback(monkeypatch):
     """The parent's naps last a minute: only the workers' writes can end them in time."""
     monkeypatch.setattr(wake_up, "FALLBACK_S", NEVER_S)
-    monkeypatch.setattr(slotted_batches, "FALLBACK_S", NEVER_S)
-    monkeypatch.setattr(subproc_worker, "FALLBACK_S", NEVER_S)
+    monkeypatch.setattr(lane_batches, "FALLBACK_S", NEVER_S)
+    monkeypatch.setattr(worker_handle, "FALLBACK_S", NEVER_S)
 
 
 @pytest.mark.timeout(30)  # a wake-up lost would sleep NEVER_S
@@ -35,39 +36,54 @@ def test_recv_is_woken_by_the_answers(no_fallback, closing):
     for _ in range(rounds):  # every env is sent just before: each recv sleeps on them
         env_ids = venv.recv()[4]
         venv.send(np.zeros(4, np.int64), env_ids)
-    sleeper = venv.batches.sleeper
+    sleeper = venv._async_batches.sleeper
     assert sleeper.naps == 0
     assert sleeper.wakes >= rounds
 
 
 @pytest.mark.timeout(30)
-def test_step_waiting_on_doorbells_is_woken_by_the_answers(no_fallback, closing):
+def test_step_waiting_on_the_lanes_is_woken_by_the_answers(no_fallback, closing):
     venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, STEP_S)] * 2, in_series=2, step_in_parent=False))
-    if venv.workers[0].bell is None:
-        pytest.skip("no doorbells here (fewer than 2 CPUs, or not x86-64)")
+    if venv.workers[0].lanes is None:
+        pytest.skip("no env lanes here (not x86-64)")
     venv.reset()
     steps = 6
     for _ in range(steps):
         venv.step(np.zeros(2, np.int64))
     sleeper = venv.workers[0].sleeper
     assert sleeper.naps == 0
-    assert sleeper.wakes >= steps - 1  # a step sent through the pipe wakes the parent by its reply
+    assert sleeper.wakes >= steps
 
 
 def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
-    rows = np.zeros((2 + 1, 8), np.int64)  # two workers' rows, then the parent's
+    block = ControlBlock(np.zeros(ControlBlock.words(4, workers=2), np.int64), n=4, workers=2)
     fd = wake_up.WakeFd()
     try:
-        first, second = wake_up.Waker(rows, 0, fd.write_fd), wake_up.Waker(rows, 1, fd.write_fd)
-        sleeper = wake_up.ParentSleep(rows, fd)
-        first.answered()  # nobody sleeps: nothing is written
-        assert sleeper.sleep(lambda: False, [], 0.01) == []
-        assert (sleeper.wakes, sleeper.naps) == (0, 1)
-        answers = [first, second, first]  # arriving while the parent sleeps for 3 of them
-        sleeper.sleep(lambda: [waker.answered() for waker in answers[:2]] and False, [], 0.0, wanted=3)
+        first = WorkerLanes(block, 0, 0, 2, wake_up.Waker(block, fd.write_fd).answered)
+        second = WorkerLanes(block, 1, 2, 4, wake_up.Waker(block, fd.write_fd).answered)
+        sleeper = wake_up.ParentSleep(block, fd)
+        first.answer(0, 1, has_message=False)  # nobody sleeps: nothing is written
+        assert sleeper.sleep(lambda: False, [], 0.01) == [] and (sleeper.wakes, sleeper.naps) == (0, 1)
+        answers = [(first, 1), (second, 0), (first, 0)]  # arriving while the parent sleeps for 3 of them
+        sleeper.sleep(lambda: [lanes.answer(k, 2, False) for lanes, k in answers[:2]] and False, [], 0.0, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote
-        sleeper.sleep(lambda: [waker.answered() for waker in answers] and False, [], NEVER_S, wanted=3)
+        sleeper.sleep(lambda: [lanes.answer(k, 3, False) for lanes, k in answers] and False, [], NEVER_S, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
+    finally:
+        fd.close()
+
+
+def test_a_slice_answered_together_counts_every_env_and_wakes_once():
+    block = ControlBlock(np.zeros(ControlBlock.words(3, workers=1), np.int64), n=3, workers=1)
+    fd = wake_up.WakeFd()
+    try:
+        lanes = WorkerLanes(block, 0, 0, 3, wake_up.Waker(block, fd.write_fd).answered)
+        sleeper = wake_up.ParentSleep(block, fd)
+        block.requested[:] = 1
+        seq = lanes.take_whole()
+        sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, wanted=3)
+        assert (sleeper.wakes, sleeper.naps) == (1, 0)
+        assert block.answered.tolist() == [2, 3, 2] and not lanes.has_requests()
     finally:
         fd.close()
 

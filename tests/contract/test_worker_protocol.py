@@ -12,7 +12,7 @@ import pytest
 
 from vec_envs.errors import EnvWorkerError
 from vec_envs.subproc.shared_slice_server import SharedSliceServer
-from vec_envs.subproc.subproc_worker import SubprocWorker
+from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import (
@@ -23,12 +23,12 @@ from vec_envs.workers.protocol import (
     ResetOneRequest,
     ResetReply,
     ResetRequest,
-    SliceServer,
     SpacesReply,
     StepReply,
     WorkerFailure,
 )
 from vec_envs.workers.restart_policy import RestartPolicy
+from vec_envs.workers.slice_server import SliceServer
 
 
 def cartpoles(n: int = 2) -> list:
@@ -86,6 +86,15 @@ def test_unknown_command_through_a_worker_process_is_answered():
     assert worker.process._closed  # joined and released, nothing left running
 
 
+def test_spaces_know_no_transport():
+    """The shared region lays out the batch buffers; a transport's control block is its own."""
+    from vec_envs.spaces import shared_memory
+
+    tree = ast.parse(Path(shared_memory.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not [m for m in imported if m and m.startswith(("vec_envs.subproc", "vec_envs.workers", "vec_envs.ray"))]
+
+
 def test_protocol_imports_no_transport():
     from vec_envs.workers import protocol
 
@@ -99,10 +108,10 @@ def test_protocol_imports_no_transport():
 def test_messenger_raises_the_remote_failure_with_env_and_traceback():
     messenger = Messenger("Example", [LocalWorker(0, cartpoles(), 5, 7)], LocalWorker)
     with pytest.raises(EnvWorkerError, match=r"env 6 \(worker 0\) raised in get_attr\(\): AttributeError") as info:
-        messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr")
+        messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr", list)
     assert (info.value.env_index, info.value.worker_index, info.value.method) == (6, 0, "get_attr")
     assert "Traceback" in info.value.remote_traceback
-    assert messenger.broadcast(Command.CLOSE, "close", None) == [None]
+    assert messenger.broadcast(Command.CLOSE, "close", None, type(None)) == [None]
 
 
 def test_restart_policy():
@@ -133,7 +142,7 @@ def test_an_episode_end_in_shared_memory_needs_no_message():
     shared = SharedBuffers(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3), 2)
     server = SharedSliceServer([lambda: QuietEnv(length=2, truncate=True), lambda: QuietEnv(length=3)], 0)
     try:
-        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, 0, shared.fd)
+        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, shared.fd)
         assert server.handle(Command.ATTACH_SHARED, request).ok
         server.handle(Command.RESET, ResetRequest([1, 2]))
         shared.actions[:] = [0, 0]
@@ -141,7 +150,7 @@ def test_an_episode_end_in_shared_memory_needs_no_message():
         last = shared.buffers.obs[0].copy()
         shared.actions[:] = [1, 1]
         # env 0 truncates now; its reset (the 2nd) gives an empty reset info: nothing to say
-        assert server.step_for_doorbell() is None
+        assert server.handle(Command.STEP, None).value.is_empty
         ended = with_terminal(shared.buffers, 0, {})
         assert shared.buffers.dones.tolist() == [True, False]
         assert ended["TimeLimit.truncated"] is True

@@ -215,12 +215,12 @@ def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
         assert all(w.process.is_alive() for w in venv.workers)
 
 
-# The doorbell path: one worker process plus the parent's own slice, so the worker spins
-# and steps are requested through shared memory instead of pipe messages.
+# The lane path: one worker process plus the parent's own slice; steps are requested in
+# the env lanes of shared memory instead of pipe messages.
 @pytest.mark.parametrize("fault,how", [("kill", "was killed by signal SIGKILL"), ("step", "raised in step()")])
-def test_doorbell_step_failures_are_reported(fault, how):
+def test_lane_step_failures_are_reported(fault, how):
     venv = SubprocVecEnv(fns_with(fault, at=1), in_series=2, step_in_parent=True)
-    assert venv.workers[0].bell is not None
+    assert venv.workers[0].lanes is not None
     with venv:
         venv.reset()
         err = step_until_error(venv, SECONDS)
@@ -229,9 +229,9 @@ def test_doorbell_step_failures_are_reported(fault, how):
         assert how in str(err)
 
 
-def test_doorbell_hang_times_out_and_restart_recovers():
+def test_lane_step_hang_times_out_and_restart_recovers():
     venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=True, timeout=1.0)
-    assert venv.workers[0].bell is not None
+    assert venv.workers[0].lanes is not None
     venv.reset()
     err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvTimeoutError)
@@ -244,19 +244,17 @@ def test_doorbell_hang_times_out_and_restart_recovers():
         for _ in range(8):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             restarted.append(bool(infos[1].get("env_restarted")))
-        assert restarted[3]
-        assert sum(restarted) == 2
-        assert venv.restarts == 2
-        assert venv.workers[0].bell is not None
+        assert restarted[3] and sum(restarted) == 2 and venv.restarts == 2
+        assert venv.workers[0].lanes is not None
 
 
-def test_doorbell_results_equal_dummy():
+def test_lane_step_results_equal_dummy():
     from vec_envs import DummyVecEnv
 
     fns = [functools.partial(SeededEnv, length=3 + i) for i in range(6)]
     actions = np.random.default_rng(5).integers(0, 3, (300, 6))
     with SubprocVecEnv(fns, in_series=3, step_in_parent=True) as venv, DummyVecEnv(fns) as ref:
-        assert venv.workers[0].bell is not None
+        assert venv.workers[0].lanes is not None
         venv.seed(9), ref.seed(9)
         np.testing.assert_array_equal(venv.reset(), ref.reset())
         for a in actions:
@@ -274,16 +272,16 @@ def test_a_worker_asleep_past_its_spin_budget_is_woken_through_the_pipe():
     fns = [functools.partial(SeededEnv, length=4 + i) for i in range(4)]
     actions = np.random.default_rng(2).integers(0, 3, (12, 4))
     with SubprocVecEnv(fns, in_series=2, step_in_parent=True) as venv, DummyVecEnv(fns) as ref:
-        bell = venv.workers[0].bell
+        worker = venv.workers[0]
         venv.seed(4), ref.seed(4)
         np.testing.assert_array_equal(venv.reset(), ref.reset())
         for k, a in enumerate(actions):
             if k % 2:
                 deadline = time.monotonic() + 5.0   # far past the 2 ms spin budget: it sleeps
-                while not bell.sleeping() and time.monotonic() < deadline:
+                while not worker.lanes.sleeping(worker.index) and time.monotonic() < deadline:
                     time.sleep(0.01)
-                assert bell.sleeping()
-            obs, rew, done, infos = venv.step(a)      # sent through the pipe when asleep
+                assert worker.lanes.sleeping(worker.index)
+            obs, rew, done, infos = venv.step(a)      # a WAKE through the pipe when asleep
             obs_r, rew_r, done_r, infos_r = ref.step(a)
             np.testing.assert_array_equal(obs, obs_r)
             np.testing.assert_array_equal(rew, rew_r)

@@ -104,7 +104,7 @@ class RayVecEnv(WorkerVecEnv):
         >>> ray.shutdown()   # this process started Ray: stop it
     """
 
-    worker_class: type[RayWorker]
+    _worker_class: type[RayWorker]
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
@@ -118,7 +118,7 @@ class RayVecEnv(WorkerVecEnv):
         self._ray = import_ray()
         from vec_envs.ray.ray_worker import RayWorker
 
-        self.worker_class = RayWorker
+        self._worker_class = RayWorker
         self.address, self.scheduling = address, scheduling
         self.num_cpus_per_worker = num_cpus_per_worker
         self.resources_per_worker = dict(resources_per_worker or {})
@@ -162,4 +162,4 @@ class RayVecEnv(WorkerVecEnv):
 
     def _start_worker(self, index: int, first: int, stop: int) -> RayWorker:
         self._connect()
-        return self.worker_class(index, self._env_fns[first:stop], first, stop, self._actor_options())
+        return self._worker_class(index, self._env_fns[first:stop], first, stop, self._actor_options())

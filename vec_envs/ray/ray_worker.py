@@ -18,7 +18,8 @@ from ray.exceptions import RayError, RayTaskError
 
 from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import EnvFn
-from vec_envs.workers.protocol import Command, Outcome, SliceServer, WorkerFailure
+from vec_envs.workers.protocol import Command, Outcome, WorkerFailure
+from vec_envs.workers.slice_server import SliceServer
 from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["RayWorker", "SliceActor"]

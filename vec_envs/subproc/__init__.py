@@ -1,2 +1,2 @@
-"""The subprocess transport: SubprocVecEnv, its worker process and slice server (shared
-memory, doorbells) and spin-waiting."""
+"""The subprocess transport: SubprocVecEnv, its worker processes, the env lanes in shared
+memory that carry every step (``control.py``), and spin-waiting."""

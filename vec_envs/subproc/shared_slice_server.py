@@ -2,24 +2,26 @@
 
 What only the subprocess transport needs, on top of the transport-free protocol: the
 ``ATTACH_SHARED`` command (map the parent's shared batch buffers, whose file descriptor
-follows the request through the pipe) and STEP requests rung on a ``Doorbell``.
+follows the request through the pipe) and the requests of its env lanes (``control.py``).
 
 Example:
     >>> import gymnasium as gym
     >>> from vec_envs.spaces.shared_memory import SharedBuffers
+    >>> from vec_envs.subproc.control import ControlBlock, ParentLanes
     >>> from vec_envs.workers.protocol import ResetRequest
     >>> env_fns = [lambda: gym.make("CartPole-v1")] * 2
-    >>> shared = SharedBuffers(gym.spaces.Box(-5, 5, (4,)), gym.spaces.Discrete(2), 2, doorbells=1)
+    >>> shared = SharedBuffers(gym.spaces.Box(-5, 5, (4,)), gym.spaces.Discrete(2), 2, ControlBlock.words(2, 1))
     >>> server = SharedSliceServer(env_fns, first_index=0)
-    >>> request = AttachSharedRequest(shared.space, shared.action_space, shared.n, 0, shared.size,
-    ...                               shared.num_doorbells, 0, shared.fd)
+    >>> request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, shared.fd, workers=1)
     >>> server.handle(Command.ATTACH_SHARED, request).ok
     True
     >>> server.handle(Command.RESET, ResetRequest(seeds=None)).value.arrays is None  # in shared memory
     True
     >>> shared.actions[:] = [0, 1]
-    >>> server.step_for_doorbell() is None        # nothing to say: the parent reads it all
-    True
+    >>> parent = ParentLanes(ControlBlock(shared.control, 2, 1))
+    >>> seq = parent.request(slice(0, 2))
+    >>> server.serve_lanes(None), parent.finished(slice(0, 2)).tolist()   # nothing to say: no message
+    (2, [True, True])
     >>> server.handle(Command.CLOSE, None).ok
     True
     >>> shared.close()
@@ -35,12 +37,12 @@ from typing import ClassVar, NamedTuple
 from gymnasium import spaces
 
 from vec_envs.spaces.shared_memory import map_region
-from vec_envs.subproc.doorbell import Doorbell
-from vec_envs.subproc.env_slots import AsyncResetRequest, WorkerSlots
-from vec_envs.subproc.slot_stepping import async_reset, serve_requests
+from vec_envs.subproc.control import ControlBlock, WorkerLanes
+from vec_envs.subproc.lane_serving import AsyncResetRequest, async_reset, serve_requests
 from vec_envs.subproc.wake_up import Waker
 from vec_envs.types import EnvFn
-from vec_envs.workers.protocol import Command, Outcome, SliceServer
+from vec_envs.workers.protocol import Command
+from vec_envs.workers.slice_server import SliceServer
 
 __all__ = ["AttachSharedRequest", "SharedSliceServer", "receive_attach", "send_attach"]
 
@@ -53,10 +55,9 @@ class AttachSharedRequest(NamedTuple):
     n: int  # envs in the whole batch
     start: int  # the worker's first env
     size: int  # bytes of the region
-    num_doorbells: int
-    worker_index: int  # the worker's doorbell row
+    worker_index: int  # the worker's row of the control block
     fd: int  # travels by ``send_handle``, after the request
-    slot_workers: int = 0  # rows of env slots laid out (asynchronous batches), 0: none
+    workers: int = 0  # worker rows of the control block after the buffers (``control.py``); 0: no block
     wake_fd: int | None = None  # the parent's wake fd (``wake_up.py``), sent after ``fd``; None: none
 
 
@@ -75,43 +76,33 @@ def receive_attach(conn: Connection, request: AttachSharedRequest) -> AttachShar
 
 
 class SharedSliceServer(SliceServer):
-    """A ``SliceServer`` that can attach to shared memory and answer doorbell steps."""
+    """A ``SliceServer`` that can attach to shared memory and answer its env lanes."""
 
     HANDLERS: ClassVar[dict[Command, str]] = {**SliceServer.HANDLERS, Command.ATTACH_SHARED: "_attach_shared"}
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
         super().__init__(env_fns, first_index)
-        self.doorbell: Doorbell | None = None
-        self.slots: WorkerSlots | None = None  # asynchronous batches, when laid out
-        self.waker: Waker | None = None  # wakes the parent when it sleeps on answers
+        self.lanes: WorkerLanes | None = None  # when the actions and the control block are shared
         self._region: mmap.mmap | None = None
 
     def _attach_shared(self, request: AttachSharedRequest) -> None:
-        self._region, full, actions, bells, slots = map_region(
-            request.space, request.action_space, request.n, request.num_doorbells, request.fd, request.size,
-            request.slot_workers)
+        words = ControlBlock.words(request.n, request.workers) if request.workers else 0
+        self._region, full, actions, control = map_region(
+            request.space, request.action_space, request.n, request.fd, request.size, words)
         stop = request.start + len(self.envs)
         self.attach(full.view(request.start, stop), None if actions is None else actions[request.start:stop])
-        self.doorbell = None if bells is None else Doorbell(bells[request.worker_index])
-        if slots is not None and actions is not None:
-            requested, answered, rows = slots
-            self.slots = WorkerSlots(requested, answered, rows[request.worker_index], request.start, stop)
-            if request.wake_fd is not None:
-                self.waker = Waker(rows, request.worker_index, request.wake_fd)
+        if control is not None and actions is not None:
+            block = ControlBlock(control, request.n, request.workers)
+            waker = None if request.wake_fd is None else Waker(block, request.wake_fd).answered
+            self.lanes = WorkerLanes(block, request.worker_index, request.start, stop, waker)
 
-    def serve_slots(self, conn: Connection) -> int:
-        """Step the envs whose requests are new (asynchronous batches); how many."""
-        if self.slots is None or self._actions is None:
+    def serve_lanes(self, conn: Connection | None) -> int:
+        """Step the envs whose requests are new, answering in their lanes; how many."""
+        if self.lanes is None:
             return 0
-        return serve_requests(conn, self.envs, self.slots, self._actions, self.waker)
+        return serve_requests(conn, self, self.lanes)
 
     def async_reset(self, conn: Connection, request: AsyncResetRequest) -> None:
-        """ASYNC_RESET: reset every env, each answered on its own in the slots."""
-        if self.slots is not None:
-            async_reset(conn, self.envs, self.slots, request, self.waker)
-
-    def step_for_doorbell(self) -> Outcome | None:
-        """Step as the doorbell asked: the outcome to send through the pipe, or None when
-        there is nothing to say (no infos, no error: the parent reads it all from memory)."""
-        outcome = self.handle(Command.STEP, None)
-        return None if outcome.ok and outcome.value.is_empty else outcome
+        """ASYNC_RESET: reset every env, each answered on its own in its lane."""
+        if self.lanes is not None:
+            async_reset(conn, self.envs, self.lanes, request)

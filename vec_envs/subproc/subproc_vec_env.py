@@ -5,26 +5,22 @@ import multiprocessing as mp
 from collections.abc import Sequence
 
 from vec_envs.arguments import check_timeout
+from vec_envs.cpus import available_cpus
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
-from vec_envs.subproc import doorbell, wake_up
-from vec_envs.subproc.doorbell import Doorbell
-from vec_envs.subproc.env_slots import EnvSlots
+from vec_envs.subproc import control, wake_up
+from vec_envs.subproc.control import ControlBlock, ParentLanes
+from vec_envs.subproc.lane_batches import LaneBatches
 from vec_envs.subproc.main_guard import check_main_guard
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.shared_slice_server import AttachSharedRequest
-from vec_envs.subproc.slotted_batches import SlottedBatches
 from vec_envs.subproc.spin_wait import Spin
-from vec_envs.subproc.subproc_worker import SubprocWorker
 from vec_envs.subproc.wake_up import ParentSleep, WakeFd
+from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.types import EnvFn
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
-from vec_envs.workers.worker_vec_env import (
-    WorkerVecEnv,
-    available_cpus,
-    resolve_in_series,
-)
+from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
 
@@ -61,15 +57,11 @@ class SubprocVecEnv(WorkerVecEnv):
             time then goes to the agent).
         batch_size: envs per ``recv`` (None: all). Each worker steps an env as soon as its
             action arrives and reports it as soon as it is done, so ``recv`` returns the
-            first ``batch_size`` envs to finish while the others keep stepping (with shared
-            memory: one sequence number per env, no pipe message unless an env has infos).
+            first ``batch_size`` envs to finish while the others keep stepping.
 
-    While there are no more processes than CPUs, each side polls for the other's message
-    a little longer than it usually waits (0.2-2 ms) before sleeping, which saves the
-    ~100 us wake-up of a sleeping process; with more processes than CPUs nobody spins,
-    except under ``batch_size``, where the parent (which mostly waits) is not counted and
-    each side spins only while its waits are mostly short (see ``spin_wait.py``). A
-    sleeping parent is woken by the workers' answers (``wake_up.py``).
+    While there are no more processes than CPUs, parent and workers wait for each other
+    by polling for a fraction of a millisecond before they sleep; otherwise they sleep at
+    once, and wake as soon as there is work.
 
     Example:
         >>> import gymnasium as gym
@@ -78,7 +70,7 @@ class SubprocVecEnv(WorkerVecEnv):
         (8, 4)
     """
 
-    worker_class = SubprocWorker
+    _worker_class = SubprocWorker
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
@@ -91,12 +83,12 @@ class SubprocVecEnv(WorkerVecEnv):
         check_main_guard(method)
         self._ctx = mp.get_context(method)
         if method == "forkserver":
-            self._ctx.set_forkserver_preload(["vec_envs.subproc.subproc_worker"])
+            self._ctx.set_forkserver_preload(["vec_envs.subproc.worker_loop"])
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
-        self._env_slots: EnvSlots | None = None
+        self._lanes: ParentLanes | None = None  # the env lanes, with actions and results all shared
         self._wake: WakeFd | None = None  # workers wake the parent sleeping on their answers
-        self._sleep: ParentSleep | None = None  # the parent's side of it, with the env slots
+        self._sleep: ParentSleep | None = None  # the parent's side of it
         if step_in_parent is None:
             step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
                               and resolve_in_series("auto", len(env_fns)) < len(env_fns))
@@ -116,53 +108,42 @@ class SubprocVecEnv(WorkerVecEnv):
     def _make_buffers(self) -> BatchBuffers:
         if not (self.shared_memory and is_fixed_size(self.observation_space)):
             return super()._make_buffers()
-        doorbells = len(self.workers) if self._spin and doorbell.supported() else 0
-        slot_workers = len(self.workers) if doorbell.supported() else 0  # same ordering needs
-        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, doorbells,
-                                     slot_workers)
+        lanes = control.supported() and is_fixed_size(self.action_space)  # actions in shared memory too
+        words = ControlBlock.words(self.num_envs, len(self.workers)) if lanes else 0
+        self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, words)
         self._resources.append(self._shared)
         self._shared_actions = self._shared.actions
-        if self._shared.slots is not None and wake_up.supported():
-            self._wake = WakeFd()
-            self._resources.append(self._wake)
+        if self._shared.control is not None and self._shared.actions is not None:
+            self._lanes = ParentLanes(ControlBlock(self._shared.control, self.num_envs, len(self.workers)))
+            if wake_up.supported():
+                self._wake = WakeFd()
+                self._resources.append(self._wake)
+                self._sleep = ParentSleep(self._lanes.block, self._wake)
         return self._shared.buffers
-
-    @property
-    def _slots(self) -> EnvSlots | None:
-        """Per-env sequence numbers for recv/send, when actions and results are all shared."""
-        shared = self._shared
-        if shared is None or shared.slots is None or shared.actions is None:
-            return None
-        if self._env_slots is None:
-            self._env_slots = EnvSlots(*shared.slots)
-            if self._wake is not None:
-                self._sleep = ParentSleep(shared.slots[2], self._wake)
-        return self._env_slots
 
     def _drop_views(self) -> None:
         super()._drop_views()
-        self._env_slots = self._sleep = None
+        self._lanes = self._sleep = None
+        for worker in self.workers:
+            if isinstance(worker, SubprocWorker):
+                worker.lanes = worker.sleeper = None
 
     def _make_async_batches(self) -> AsyncBatches:
-        slots = self._slots
-        if slots is None or self._shared is None or self._shared.actions is None:
+        if self._lanes is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()
-        return SlottedBatches(self, slots, self._shared.actions, Spin(self._spin or self._thrifty, self._thrifty),
-                              self._sleep)
+        return LaneBatches(self._batch_host(), self._lanes, self._shared.actions,
+                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep)
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
         worker, shared = self.workers[w], self._shared
         if shared is None or not isinstance(worker, SubprocWorker):  # the parent's own slice
             return
-        if shared.doorbells is not None:
-            Doorbell(shared.doorbells[w]).clear()  # a restarted worker starts from request 0
-        if self._slots is not None:
-            self._slots.restart(w, worker.first_index, worker.stop)
-        request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index,
-                                      shared.size, shared.num_doorbells, w, shared.fd, shared.slot_workers,
+        if self._lanes is not None:
+            self._lanes.restart(w, worker.first_index, worker.stop)  # a new worker starts from the numbers now
+        request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index, shared.size,
+                                      w, shared.fd, len(self.workers) if self._lanes is not None else 0,
                                       None if self._wake is None else self._wake.write_fd)
-        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__")
-        if shared.doorbells is not None and shared.actions is not None and isinstance(worker, SubprocWorker):
-            worker.bell = Doorbell(shared.doorbells[w])
-            worker.sleeper = self._sleep if self._slots is not None else None
+        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__", type(None))
+        if self._lanes is not None:
+            worker.lanes, worker.sleeper = self._lanes, self._sleep

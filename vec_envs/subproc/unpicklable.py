@@ -2,8 +2,8 @@
 
 A worker process sends infos through its pipe, pickled. When pickling fails, the parent
 gets a failure naming the env and which of its infos is to blame, in the same words
-whether it came from a lock-step reply (``subproc_worker``) or a recv/send message
-(``slot_stepping``).
+whether it came from a reply (``worker_loop``) or an env lane's message
+(``lane_serving``).
 
 Example:
     >>> import threading

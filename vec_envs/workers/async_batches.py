@@ -14,20 +14,29 @@ envs that were in flight come back with ``done=True`` and ``infos[i]["env_restar
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
-from vec_envs.spaces.batching import take_rows, write_rows
+from vec_envs.spaces.batching import BatchBuffers, take_rows, write_rows
 from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import Info, VecEnvRecvReturn
-from vec_envs.workers.protocol import Command, Outcome, ResetReply, ResetRequest, StepEnvsReply, StepEnvsRequest
+from vec_envs.workers.messenger import Messenger
+from vec_envs.workers.protocol import (
+    Command,
+    Outcome,
+    ResetReply,
+    ResetRequest,
+    StepEnvsReply,
+    StepEnvsRequest,
+    reply_as,
+)
+from vec_envs.workers.worker import Worker
 
-if TYPE_CHECKING:
-    from vec_envs.workers.worker_vec_env import WorkerVecEnv
-
-__all__ = ["AsyncBatches", "split_actions"]
+__all__ = ["AsyncBatches", "BatchHost", "split_actions"]
 
 BUSY = "{cls}.recv: envs {envs} did not finish within {timeout} s"
 
@@ -37,6 +46,21 @@ def split_actions(actions: Any, positions: np.ndarray) -> Any:
     if isinstance(actions, np.ndarray):
         return actions[positions]
     return [actions[j] for j in positions]
+
+
+@dataclass(frozen=True)
+class BatchHost:
+    """What the recv/send machinery may use of its VecEnv, and nothing else."""
+
+    name: str  # the VecEnv's class name, for error messages
+    workers: list[Worker]  # shared with the VecEnv: a restart replaces an entry
+    messenger: Messenger
+    worker_of: np.ndarray  # env -> its worker
+    buffers: BatchBuffers
+    reset_infos: list[Info]
+    restart: Callable[[int, Any, str], str]  # (worker, its failure, method): replaces it (or raises); the error text
+    ended_info: Callable[[int, Info], Info]  # env i ended: its info with its terminal observation
+    returned_envs: Callable[[], np.ndarray]  # envs returned by recv that wait for their send
 
 
 class AsyncBatches:
@@ -49,14 +73,14 @@ class AsyncBatches:
         ...                    batch_size=3) as venv:
         ...     venv.async_reset()                   # RESET to both workers
         ...     env_ids = venv.recv()[4]             # both replied: 3 of their 4 envs returned
-        ...     kind = type(venv.batches).__name__
+        ...     kind = type(venv._async_batches).__name__
         >>> kind, len(env_ids)
         ('AsyncBatches', 3)
     """
 
-    def __init__(self, venv: WorkerVecEnv) -> None:
-        self.venv = venv
-        self.worker_of = np.asarray(venv._worker_of, np.int64)
+    def __init__(self, host: BatchHost) -> None:
+        self.host = host
+        self.worker_of = host.worker_of
         self.busy: dict[int, tuple[Command, np.ndarray]] = {}  # worker -> its command out, for envs
         self.queued: dict[int, list[tuple[np.ndarray, Any]]] = {}  # worker -> (envs, actions) waiting
         self.ready: list[int] = []  # envs finished, not yet returned, first finished first
@@ -67,10 +91,10 @@ class AsyncBatches:
               workers: list[int] | None = None) -> None:
         """Start resetting every env of ``workers`` (default: all), with its seed and options."""
         self._forget()
-        for w in range(len(self.venv.workers)) if workers is None else workers:
-            worker = self.venv.workers[w]
+        for w in range(len(self.host.workers)) if workers is None else workers:
+            worker = self.host.workers[w]
             request = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
-            self.venv.messenger.send(w, Command.RESET, request)
+            self.host.messenger.send(w, Command.RESET, request)
             self.busy[w] = (Command.RESET, np.arange(worker.first_index, worker.stop))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:
@@ -95,7 +119,7 @@ class AsyncBatches:
     def collect(self, deadline: float | None, timeout: float | None) -> None:
         """Wait for the next replies (EnvTimeoutError past ``deadline``) and store them."""
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        outcomes = self.venv.messenger.gather_any(list(self.busy), remaining)
+        outcomes = self.host.messenger.gather_any(list(self.busy), remaining)
         if not outcomes:
             raise self.timeout_error(timeout)
         for w, outcome in outcomes.items():
@@ -104,12 +128,12 @@ class AsyncBatches:
     def take(self, count: int) -> VecEnvRecvReturn:
         """Return ``count`` ready envs, first finished first (their rows are in the buffers)."""
         env_ids = np.array(self.ready[:count], np.int64)
-        return self.pop_ready(env_ids, self.venv.buffers.dones[env_ids])
+        return self.pop_ready(env_ids, self.host.buffers.dones[env_ids])
 
     def pop_ready(self, env_ids: np.ndarray, dones: np.ndarray) -> VecEnvRecvReturn:
         """Return ``env_ids``, the first of ``ready``, with their rows (``dones`` gathered already)."""
         del self.ready[:len(env_ids)]
-        buffers = self.venv.buffers
+        buffers = self.host.buffers
         infos = [self.infos.pop(i, {}) for i in env_ids.tolist()] if self.infos else [{} for _ in range(len(env_ids))]
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
@@ -121,42 +145,42 @@ class AsyncBatches:
 
     def timeout_error(self, timeout: float | None) -> EnvTimeoutError:
         busy = self.in_flight()
-        return EnvTimeoutError(BUSY.format(cls=type(self.venv).__name__, envs=busy, timeout=timeout),
+        return EnvTimeoutError(BUSY.format(cls=self.host.name, envs=busy, timeout=timeout),
                                env_indices=busy, method="recv", timeout=timeout or 0.0)
 
     def _step(self, w: int, groups: list[tuple[np.ndarray, Any]]) -> None:
         env_ids = np.concatenate([ids for ids, _ in groups])
         actions = groups[0][1] if len(groups) == 1 else _join([acts for _, acts in groups])
-        first = self.venv.workers[w].first_index
-        self.venv.messenger.send(w, Command.STEP_ENVS, StepEnvsRequest((env_ids - first).tolist(), actions))
+        first = self.host.workers[w].first_index
+        self.host.messenger.send(w, Command.STEP_ENVS, StepEnvsRequest((env_ids - first).tolist(), actions))
         self.busy[w] = (Command.STEP_ENVS, env_ids)
 
     def _arrived(self, w: int, outcome: Outcome) -> None:
         command, env_ids = self.busy.pop(w)
         if not outcome.ok:
-            self.restarted(w, self.venv._restart(w, outcome.value, "recv"))
+            self.restarted(w, self.host.restart(w, outcome.value, "recv"))
             return
         if command == Command.RESET:
-            self._store_reset(env_ids, outcome.value)
+            self._store_reset(env_ids, reply_as(outcome.value, ResetReply))
         else:
-            self._store_step(w, env_ids, outcome.value)
+            self._store_step(w, env_ids, reply_as(outcome.value, StepEnvsReply))
         self.ready.extend(env_ids.tolist())
         groups = self.queued.pop(w, None)
         if groups:
             self._step(w, groups)
 
     def _store_reset(self, env_ids: np.ndarray, reply: ResetReply) -> None:
-        buffers = self.venv.buffers
+        buffers = self.host.buffers
         if reply.arrays is not None:
             write_rows(buffers.obs, int(env_ids[0]), reply.arrays.obs)
         buffers.rewards[env_ids] = 0.0
         buffers.dones[env_ids] = False
         for i, info in zip(env_ids.tolist(), reply.infos):
-            self.venv.reset_infos[i] = info
+            self.host.reset_infos[i] = info
             self.infos[i] = dict(info)
 
     def _store_step(self, w: int, env_ids: np.ndarray, reply: StepEnvsReply) -> None:
-        buffers, first = self.venv.buffers, self.venv.workers[w].first_index
+        buffers, first = self.host.buffers, self.host.workers[w].first_index
         if reply.arrays is not None:
             _write_env_rows(buffers.obs, env_ids, reply.arrays.obs)
             buffers.rewards[env_ids] = reply.arrays.rewards
@@ -164,24 +188,24 @@ class AsyncBatches:
         for k, info in reply.infos.items():
             self.infos[first + k] = info
         for k, info in reply.reset_infos.items():
-            self.venv.reset_infos[first + k] = info
+            self.host.reset_infos[first + k] = info
         for i in env_ids[buffers.dones[env_ids]].tolist():
-            self.infos[i] = self.venv.ended_info(i, self.infos.get(i, {}))
+            self.infos[i] = self.host.ended_info(i, self.infos.get(i, {}))
             if i - first not in reply.reset_infos:
-                self.venv.reset_infos[i] = {}
+                self.host.reset_infos[i] = {}
 
     def restarted(self, w: int, error: str) -> None:
         """Worker ``w`` was replaced: its envs in flight are ready, done, flagged."""
-        worker = self.venv.workers[w]
+        worker = self.host.workers[w]
         lost = [ids for ids, _ in self.queued.pop(w, [])]
         lost.append(np.arange(worker.first_index, worker.stop))
         env_ids = np.unique(np.concatenate(lost))
-        env_ids = env_ids[~np.isin(env_ids, self.venv.returned_envs())]  # those await their send
+        env_ids = env_ids[~np.isin(env_ids, self.host.returned_envs())]  # those await their send
         self.flag_restarted(env_ids, error)
         self.ready.extend(i for i in env_ids.tolist() if i not in self.ready)
 
     def flag_restarted(self, env_ids: np.ndarray, error: str) -> None:
-        buffers = self.venv.buffers
+        buffers = self.host.buffers
         buffers.rewards[env_ids] = 0.0
         buffers.dones[env_ids] = True
         for i in env_ids.tolist():

@@ -26,7 +26,7 @@ _hooked = False
 
 
 def register(venv: Any) -> None:
-    """Have ``venv.forget_workers_after_fork()`` called in every child forked from now on."""
+    """Have ``venv._forget_workers_after_fork()`` called in every child forked from now on."""
     global _hooked
     with _lock:
         if not _hooked and hasattr(os, "register_at_fork"):
@@ -39,5 +39,5 @@ def _forget_in_child() -> None:
     global _lock
     _lock = threading.Lock()  # the parent's may have been held by another thread at the fork
     for venv in list(_live):
-        venv.forget_workers_after_fork()
+        venv._forget_workers_after_fork()
     _live.clear()

@@ -5,7 +5,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vec_envs.types import EnvFn
-from vec_envs.workers.protocol import Command, Outcome, SliceServer
+from vec_envs.workers.protocol import Command, Outcome
+from vec_envs.workers.slice_server import SliceServer
 from vec_envs.workers.worker import Worker
 
 __all__ = ["LocalWorker"]

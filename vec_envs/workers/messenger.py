@@ -7,18 +7,18 @@ caller gave up on, and turns a worker's failure or death into one ``EnvWorkerErr
 Example:
     >>> import gymnasium as gym
     >>> from vec_envs.workers.local_worker import LocalWorker
-    >>> from vec_envs.workers.protocol import GetAttrRequest
+    >>> from vec_envs.workers.protocol import GetAttrRequest, SpacesReply
     >>> workers = [LocalWorker(0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2)]
     >>> messenger = Messenger("Example", workers, LocalWorker)
-    >>> messenger.round_trip(0, Command.GET_SPACES, None, None, "__init__").observation_space.shape
+    >>> messenger.round_trip(0, Command.GET_SPACES, None, None, "__init__", SpacesReply).observation_space.shape
     (4,)
-    >>> messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr")
+    >>> messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr", list)
     Traceback (most recent call last):
     ...
     vec_envs.errors.EnvWorkerError: env 1 (worker 0) raised in get_attr(): AttributeError: ...
     <BLANKLINE>
     ...
-    >>> messenger.broadcast(Command.CLOSE, "close", None)
+    >>> messenger.broadcast(Command.CLOSE, "close", None, type(None))
     [None]
 """
 from __future__ import annotations
@@ -28,12 +28,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
-from vec_envs.workers.protocol import Command, Outcome, WorkerFailure
+from vec_envs.workers.protocol import Command, Outcome, R, WorkerFailure, reply_as
 from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["DRAIN_TIMEOUT_S", "Messenger"]
 
-DRAIN_TIMEOUT_S = 1.0  # late replies (a call given up on: timeout, Ctrl-C), all workers together
+#: work given up on (a timeout, a Ctrl-C, a failed recv) finishes within this, all workers
+#: together, or its workers are killed
+DRAIN_TIMEOUT_S = 1.0
 
 
 class Messenger:
@@ -162,24 +164,26 @@ class Messenger:
         self.awaiting.pop(worker.index, None)  # nothing stays due from it, even if a Ctrl-C stops it
         self._outcomes[worker.index] = worker.recv()
 
-    def results(self, outcomes: dict[int, Outcome], method: str) -> dict[int, Any]:
-        """The replies, or the first failure raised (after every outcome was collected)."""
+    def results(self, outcomes: dict[int, Outcome], method: str, reply: type[R]) -> dict[int, R]:
+        """The replies, each a ``reply``, or the first failure raised (after every outcome
+        was collected)."""
         for w, (ok, value) in outcomes.items():
             if not ok:
                 raise self.error(w, value, method)
-        return {w: value for w, (ok, value) in outcomes.items()}
+        return {w: reply_as(value, reply) for w, (ok, value) in outcomes.items()}
 
-    def round_trip(self, w: int, command: Command, payload: Any, timeout: float | None, method: str) -> Any:
-        """Send one command to worker ``w`` and return its reply (or raise its failure)."""
+    def round_trip(self, w: int, command: Command, payload: Any, timeout: float | None, method: str,
+                   reply: type[R]) -> R:
+        """Send one command to worker ``w`` and return its reply, a ``reply`` (or raise its failure)."""
         self.send(w, command, payload)
-        return self.results(self.gather([w], timeout, method), method)[w]
+        return self.results(self.gather([w], timeout, method), method, reply)[w]
 
-    def broadcast(self, command: Command, method: str, timeout: float | None,
-                  payload_for: Callable[[Worker], Any] | None = None) -> list[Any]:
+    def broadcast(self, command: Command, method: str, timeout: float | None, reply: type[R],
+                  payload_for: Callable[[Worker], Any] | None = None) -> list[R]:
         """Send ``command`` to every worker and return their replies in worker order."""
         for worker in self.workers:
             self.send(worker.index, command, payload_for(worker) if payload_for else None)
-        results = self.results(self.gather(range(len(self.workers)), timeout, method), method)
+        results = self.results(self.gather(range(len(self.workers)), timeout, method), method, reply)
         return [results[w] for w in range(len(self.workers))]
 
     def error(self, w: int, failure: WorkerFailure | WorkerDied, method: str) -> EnvWorkerError:

@@ -1,14 +1,15 @@
-"""SlottedBatches: ``recv``/``send`` for worker processes that share memory with the parent.
+"""LaneBatches: ``recv``/``send`` for worker processes that share memory with the parent.
 
-Each env is its own lane (``EnvSlots``): ``send`` writes the actions into shared memory and
-bumps the envs' request numbers; a worker steps each env as soon as its request is there
+Each env is its own lane (``control.py``): ``send`` writes the actions into shared memory
+and bumps the envs' request numbers; a worker steps each env as soon as its request is there
 and answers each env as soon as it is done, so ``recv`` returns the first envs to finish
 while the others keep stepping, with no pipe message at all unless an env has something
 to say (infos, an error). The parent finds finished envs with one vectorized comparison
 over the envs in flight: it spins on that a little longer than it usually waits (while
 waits are short, ``spin_wait.py``), then sleeps until a worker's answer wakes it
 (``wake_up.py``) or a worker process ends, so a dead worker is reported at once. A
-sleeping worker is woken with a pipe message (WAKE).
+sleeping worker is woken with a pipe message (WAKE); after a nap with no answer, the
+parent wakes again those that owe answers and sleep (a wake-up lost).
 
 The parent's own slice (``step_in_parent``) goes the transport-free way of
 ``AsyncBatches``: the parent steps it in ``recv`` when nothing else is ready.
@@ -17,30 +18,28 @@ from __future__ import annotations
 
 import time
 from multiprocessing.connection import wait
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
-from vec_envs.subproc.env_slots import AsyncResetRequest, EnvMessage, EnvSlots
+from vec_envs.subproc.control import ParentLanes
+from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
 from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.subproc.subproc_worker import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
 from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
+from vec_envs.subproc.worker_handle import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
 from vec_envs.types import VecEnvRecvReturn
-from vec_envs.workers.async_batches import AsyncBatches, split_actions
+from vec_envs.workers.async_batches import AsyncBatches, BatchHost, split_actions
+from vec_envs.workers.messenger import DRAIN_TIMEOUT_S
 from vec_envs.workers.protocol import Command, ResetRequest, WorkerFailure
 from vec_envs.workers.worker import WorkerDied
 
-if TYPE_CHECKING:
-    from vec_envs.subproc.subproc_vec_env import SubprocVecEnv
+__all__ = ["LaneBatches"]
 
-__all__ = ["SlottedBatches"]
-
-DRAIN_TIMEOUT_S = 1.0  # after a failed recv, how long the envs still stepping may take
 DEATH_CHECK_S = 0.01  # while other envs keep coming back, how often recv looks for dead workers
 
 
-class SlottedBatches(AsyncBatches):
+class LaneBatches(AsyncBatches):
     """``AsyncBatches`` where the worker processes answer per env in shared memory.
 
     Example:
@@ -50,23 +49,23 @@ class SlottedBatches(AsyncBatches):
         ...     venv.async_reset()
         ...     obs, rewards, dones, infos, env_ids = venv.recv()   # the first 2 envs reset
         ...     venv.send([0, 1], env_ids)                          # step them; the others wait
-        ...     kind = type(venv.batches).__name__
+        ...     kind = type(venv._async_batches).__name__
         >>> kind, obs.shape, rewards.tolist()
-        ('SlottedBatches', (2, 4), [0.0, 0.0])
+        ('LaneBatches', (2, 4), [0.0, 0.0])
     """
 
-    def __init__(self, venv: SubprocVecEnv, slots: EnvSlots, actions: np.ndarray, spin: Spin,
+    def __init__(self, host: BatchHost, lanes: ParentLanes, actions: np.ndarray, spin: Spin,
                  sleeper: ParentSleep | None = None) -> None:
-        super().__init__(venv)
+        super().__init__(host)
         self.sleeper = sleeper  # woken by the workers' answers (None: naps only)
-        self.slots, self.actions = slots, actions
-        self.slotted = np.array([not worker.is_local for worker in venv.workers])
-        self.env_slotted = self.slotted[self.worker_of]
-        self.all_slotted = bool(self.slotted.all())  # no parent's own slice: send and take skip the masks
-        self.flying = np.zeros(venv.num_envs, np.bool_)  # requested, not seen finished yet
-        self.resetting = np.zeros(venv.num_envs, np.bool_)  # the row due is a reset row
+        self.lanes, self.actions = lanes, actions
+        self.laned = np.array([not worker.is_local for worker in host.workers])
+        self.env_laned = self.laned[self.worker_of]
+        self.all_laned = bool(self.laned.all())  # no parent's own slice: send and take skip the masks
+        self.flying = np.zeros(len(host.worker_of), np.bool_)  # requested, not seen finished yet
+        self.resetting = np.zeros(len(host.worker_of), np.bool_)  # the row due is a reset row
         self.any_resetting = False  # False: no env of ``resetting`` is (take skips it)
-        self.unread = np.zeros(venv.num_envs, np.bool_)  # finished, its message still in the pipe
+        self.unread = np.zeros(len(host.worker_of), np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
         self.spin = spin
         self._checked = time.monotonic()  # when recv last looked for dead workers
@@ -74,31 +73,37 @@ class SlottedBatches(AsyncBatches):
     # ---------------------------------------------------------------- the hooks
     def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
               workers: list[int] | None = None) -> None:
-        super().reset(seeds, options, np.flatnonzero(~self.slotted).tolist())
+        super().reset(seeds, options, np.flatnonzero(~self.laned).tolist())
         self.flying[:] = self.resetting[:] = self.unread[:] = False
         self.messages.clear()
-        for w in np.flatnonzero(self.slotted).tolist():
-            worker = self.venv.workers[w]
+        for w in np.flatnonzero(self.laned).tolist():
+            worker = self.host.workers[w]
             env_ids = np.arange(worker.first_index, worker.stop)
-            seqs = self.slots.reset_seqs(env_ids)
+            seqs = self.lanes.reset_seqs(env_ids)
             self.flying[env_ids] = self.resetting[env_ids] = self.any_resetting = True
             own = ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop)
-            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs.tolist(), own.options))
+            self._post(w, Command.ASYNC_RESET, AsyncResetRequest(own.seeds, seqs, own.options))
 
     def send(self, actions: Any, env_ids: np.ndarray) -> None:
-        if not self.all_slotted:
-            mask = self.env_slotted[env_ids]
+        if not self.all_laned:
+            mask = self.env_laned[env_ids]
             if not mask.all():
                 super().send(split_actions(actions, np.flatnonzero(~mask)), env_ids[~mask])
                 actions, env_ids = actions[mask], env_ids[mask]
         if len(env_ids) == 0:
             return
         self.actions[env_ids] = actions
-        self.slots.request(env_ids)  # after the actions: a worker that sees it finds them
+        if self.lanes.together:
+            self.lanes.set_together(False)  # each env answered as soon as it is done
+        self.lanes.request(env_ids)  # after the actions: a worker that sees it finds them
         self.flying[env_ids] = True
-        if self.slots.any_sleeping():  # spinning workers see the requests by themselves
+        self._wake_sleepers(env_ids)
+
+    def _wake_sleepers(self, env_ids: np.ndarray) -> None:
+        """Wake the workers of ``env_ids`` asleep on their pipes (spinning ones see the requests)."""
+        if self.lanes.any_sleeping():
             for w in self._owners(env_ids):
-                if self.slots.sleeping(w):
+                if self.lanes.sleeping(w):
                     self._post(w, Command.WAKE, None)
 
     def recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
@@ -121,7 +126,7 @@ class SlottedBatches(AsyncBatches):
 
     def _owners(self, env_ids: np.ndarray) -> list[int]:
         """The workers of ``env_ids``, once each."""
-        owners = np.zeros(len(self.slotted), np.bool_)
+        owners = np.zeros(len(self.laned), np.bool_)
         owners[self.worker_of[env_ids]] = True
         return np.flatnonzero(owners).tolist()
 
@@ -131,15 +136,15 @@ class SlottedBatches(AsyncBatches):
     # ------------------------------------------------------------------ the work
     def _scan(self) -> int:
         """Move the envs that finished into ``ready``; how many are ready now."""
-        done = self.slots.finished_of(self.flying).nonzero()[0]
+        done = self.lanes.finished_of(self.flying).nonzero()[0]
         if len(done):
             self.flying[done] = False
-            self.unread[done] = self.slots.answered[done] & 1
+            self.unread[done] = self.lanes.answered[done] & 1
             self.ready.extend(done.tolist())
         return len(self.ready)
 
     def _any_finished(self) -> bool:
-        return bool(np.count_nonzero(self.slots.finished_of(self.flying)))
+        return bool(np.count_nonzero(self.lanes.finished_of(self.flying)))
 
     def _wait(self, deadline: float | None, wanted: int) -> bool:
         """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs
@@ -158,6 +163,8 @@ class SlottedBatches(AsyncBatches):
                 return False
             if self._watch_workers(nap if remaining is None else min(nap, remaining), wanted):
                 return True
+            if not self._any_finished():
+                self._wake_sleepers(np.flatnonzero(self.flying))
             nap = nap if self.sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
         self.spin.record(time.perf_counter() - start)
         return True
@@ -178,17 +185,17 @@ class SlottedBatches(AsyncBatches):
         """Read what the envs about to be returned have to say (vectorized: only the envs
         with a message, a reset or an episode's end cost Python work), then return them."""
         env_ids = np.array(self.ready[:count], np.int64)
-        dones = self.venv.buffers.dones[env_ids]
-        talking = self.slots.answered[env_ids] & 1
+        dones = self.host.buffers.dones[env_ids]
+        talking = self.lanes.answered[env_ids] & 1
         due = talking | dones
         if self.any_resetting:
             due |= self.resetting[env_ids]
-        if not self.all_slotted:  # the parent's own slice stored its infos already
-            due &= self.env_slotted[env_ids]
+        if not self.all_laned:  # the parent's own slice stored its infos already
+            due &= self.env_laned[env_ids]
         due = due.nonzero()[0]
         if len(due):
             self._read_infos(env_ids[due].tolist(), talking[due].tolist())
-            dones = self.venv.buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
+            dones = self.host.buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
         if self.any_resetting:
             self.resetting[env_ids] = False
             self.any_resetting = bool(np.count_nonzero(self.resetting))
@@ -209,12 +216,12 @@ class SlottedBatches(AsyncBatches):
     def _store_info(self, i: int, info: dict[str, Any], reset_info: dict[str, Any] | None) -> None:
         """Env ``i``'s info, and its reset info after a reset or an episode's end."""
         if self.resetting[i]:
-            self.venv.reset_infos[i] = info
+            self.host.reset_infos[i] = info
             self.infos[i] = dict(info)
             return
-        if self.venv.buffers.dones[i]:
-            info = self.venv.ended_info(i, info)
-            self.venv.reset_infos[i] = reset_info or {}
+        if self.host.buffers.dones[i]:
+            info = self.host.ended_info(i, info)
+            self.host.reset_infos[i] = reset_info or {}
         self.infos[i] = info
 
     def _message(self, i: int) -> EnvMessage | None:
@@ -236,17 +243,17 @@ class SlottedBatches(AsyncBatches):
     def _died(self, w: int) -> None:
         process = self._process(w)
         process.join(1.0)
-        worker = self.venv.workers[w]
-        i = self.slots.stepping(w)
+        worker = self.host.workers[w]
+        i = worker.running_env()
         i = worker.first_index if i is None else i
         self._failed(w, WorkerFailure(i, "step", f"worker {w} {describe_exit(process.exitcode)} while "
                                                  f"stepping env {i}", ""))
 
     def _failed(self, w: int, failure: WorkerFailure) -> None:
         """Raise the failure, or (``on_error="restart"``) replace the worker and flag its envs."""
-        worker = self.venv.workers[w]
+        worker = self.host.workers[w]
         envs = np.arange(worker.first_index, worker.stop)
-        error = self.venv._restart(w, failure, "recv")  # raises unless restarting
+        error = self.host.restart(w, failure, "recv")  # raises unless restarting
         for i in envs.tolist():
             self.messages.pop(i, None)
         self.unread[envs] = False  # the old worker's pipe is gone
@@ -264,7 +271,7 @@ class SlottedBatches(AsyncBatches):
             self._scan()
             time.sleep(NAP_MIN_S)
         for w in np.unique(self.worker_of[self.flying]).tolist():
-            self.venv.workers[w].kill()
+            self.host.workers[w].kill()
         for w in np.unique(self.worker_of[self.unread]).tolist():
             try:
                 while self.unread[self.worker_of == w].any():
@@ -277,21 +284,21 @@ class SlottedBatches(AsyncBatches):
 
     def _read_one(self, w: int) -> None:
         """Read the next message of worker ``w`` into ``messages`` (a stale one is dropped)."""
-        message: EnvMessage = self._worker(w).recv_message()
-        self.unread[message.env] = False
-        if message.seq == self.slots.expected[message.env]:
-            self.messages[message.env] = message  # else from a round given up
+        for message in self._worker(w).recv_message():
+            self.unread[message.env] = False
+            if message.seq == self.lanes.expected[message.env]:
+                self.messages[message.env] = message  # else from a round given up
 
     def _post(self, w: int, command: Command, request: Any) -> None:
-        """A command answered per env in the slots; a dead worker is found by ``_wait``."""
+        """A command answered per env in the lanes (or no reply: WAKE); a dead worker is found by ``_wait``."""
         try:
-            self.venv.workers[w].send(command, request)
+            self.host.workers[w].send(command, request)
         except WorkerDied:
             pass
 
     def _worker(self, w: int) -> SubprocWorker:
-        """Worker ``w``, a process (the slotted workers are)."""
-        return cast(SubprocWorker, self.venv.workers[w])
+        """Worker ``w``, a process (those with lanes are)."""
+        return cast(SubprocWorker, self.host.workers[w])
 
     def _process(self, w: int) -> Any:
         return self._worker(w).process

@@ -1,0 +1,156 @@
+"""The worker's half of the env lanes (``control.py``): step what the parent requested.
+
+A worker answers each env in its lane: it steps (or resets) the env into its rows, sends
+the envs' ``EnvMessage`` list through the pipe only when there is something to say
+(infos, an error), then writes the answers. Under ``recv``/``send`` each env is answered
+as soon as it is done, so the parent can take the first envs to finish while the others
+keep stepping. In lock-step (the parent's ``TOGETHER`` column) a worker with its whole
+slice requested steps it in one batch call and answers every env with one store, with
+at most one message for the slice.
+"""
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from vec_envs.errors import EnvCallFailed
+from vec_envs.stepping.env_slice import EnvSlice
+from vec_envs.subproc.control import WorkerLanes
+from vec_envs.subproc.unpicklable import unpicklable_reply
+from vec_envs.workers.protocol import Command, Outcome, StepReply, WorkerFailure
+from vec_envs.workers.slice_server import SliceServer
+
+__all__ = ["AsyncResetRequest", "EnvMessage", "async_reset", "serve_requests"]
+
+
+class AsyncResetRequest(NamedTuple):
+    """ASYNC_RESET: reset the slice's envs; env k's answer carries ``seqs[k]``."""
+
+    seeds: Sequence[int | None] | None
+    seqs: list[int]
+    options: Sequence[dict | None] | None = None  # one per env of the slice; None: no options
+
+
+class EnvMessage(NamedTuple):
+    """What one env's answer has to say beyond its rows; a list of them goes through the
+    pipe before the answers.
+
+    ``outcome`` is ``Outcome(True, (info, reset_info or None))`` after a step (the reset
+    info when the episode ended and the env was reset), ``Outcome(True, (reset_info,
+    None))`` after an async reset, or ``Outcome(False, WorkerFailure)``.
+    """
+
+    env: int  # the env's global index
+    seq: int  # the request it answers
+    outcome: Outcome
+
+
+def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> int:
+    """Step every env with a new request, answering each when done; how many were stepped."""
+    if lanes.together():  # lock-step: whole slices only (0: the request is still being written)
+        seq = lanes.take_whole()
+        if seq:
+            _serve_together(conn, server, lanes, seq)
+        return len(lanes.seen) if seq else 0
+    pending = lanes.pending()
+    envs, actions = server.envs, server.shared_actions
+    for k in pending.tolist():
+        seq = lanes.take(k)
+        _answer(conn, lanes, k, seq, _step(envs, k, actions[k].copy()), "step")
+    return len(pending)
+
+
+def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seq: int) -> None:
+    """Step the whole slice in one call; one message for the envs with something to say."""
+    messages = _slice_messages(lanes.first, seq, len(lanes.seen), server.handle(Command.STEP, None))
+    if not messages:
+        lanes.answer_all(seq)
+        return
+    _send(conn, messages, "step")
+    talking = np.zeros(len(lanes.seen), np.int64)
+    talking[[message.env - lanes.first for message in messages]] = 1
+    lanes.answer_all(seq, talking)
+
+
+def _slice_messages(first: int, seq: int, n: int, outcome: Outcome) -> list[EnvMessage]:
+    """The messages of a slice of ``n`` envs stepped together for request ``seq``: its envs'
+    non-empty infos, or the failure."""
+    if not outcome.ok:
+        failed = outcome.value.env_index
+        k = failed - first if failed is not None and 0 <= failed - first < n else 0
+        return [EnvMessage(first + k, seq, outcome)]
+    reply: StepReply = outcome.value
+    if reply.is_empty:
+        return []
+    infos, reset_infos = reply.infos, reply.reset_infos
+    return [EnvMessage(first + k, seq, Outcome(True, (infos.get(k, {}), reset_infos.get(k))))
+            for k in sorted({*infos, *reset_infos})]
+
+
+def _step(envs: EnvSlice, k: int, action: Any) -> Outcome | None:
+    """Step env ``k`` into its rows: what its answer has to say (None: nothing)."""
+    try:
+        info = envs.step_env(k, action)
+    except EnvCallFailed as exc:
+        return Outcome(False, WorkerFailure.from_exception(exc, "step"))
+    reset_info = envs.reset_infos[k] if envs.buffers.dones[k] else None
+    return Outcome(True, (info, reset_info)) if info or reset_info else None
+
+
+def async_reset(conn: Connection, envs: EnvSlice, lanes: WorkerLanes, request: AsyncResetRequest) -> None:
+    """Reset every env of the slice, answering each with its number from ``request``."""
+    lanes.skip_all()  # requests left from a round given up are void
+    for k, seq in enumerate(request.seqs):
+        _answer(conn, lanes, k, seq, _reset(envs, k, request), "reset")
+
+
+def _reset(envs: EnvSlice, k: int, request: AsyncResetRequest) -> Outcome | None:
+    """Reset env ``k`` into its rows: what its answer has to say (None: nothing)."""
+    try:
+        info = envs.reset_env(k, None if request.seeds is None else request.seeds[k],
+                              None if request.options is None else request.options[k])
+    except EnvCallFailed as exc:
+        return Outcome(False, WorkerFailure.from_exception(exc, "reset"))
+    return Outcome(True, (info, None)) if info else None
+
+
+def _answer(conn: Connection | None, lanes: WorkerLanes, k: int, seq: int, outcome: Outcome | None,
+            method: str) -> None:
+    """Send the message (if any), then the answer: the parent never sees one without the other."""
+    if outcome is not None:
+        _send(conn, [EnvMessage(lanes.first + k, seq, outcome)], method)
+    lanes.answer(k, seq, outcome is not None)
+
+
+def _send(conn: Connection | None, messages: list[EnvMessage], method: str) -> None:
+    """Send ``messages`` in one pipe message; one that cannot be pickled becomes a failure."""
+    if conn is None:
+        raise RuntimeError("an env message needs the worker's pipe")
+    try:
+        conn.send(messages)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        conn.send([message if _picklable(message) else
+                   EnvMessage(message.env, message.seq, Outcome(False, _unpicklable(message, method, exc)))
+                   for message in messages])
+
+
+def _picklable(message: EnvMessage) -> bool:
+    try:
+        ForkingPickler.dumps(message)
+    except Exception:
+        return False
+    return True
+
+
+def _unpicklable(message: EnvMessage, method: str, exc: Exception) -> WorkerFailure:
+    """Why env ``message.env``'s message cannot be pickled: which of its infos (its step
+    info, its reset info)."""
+    env, infos = message.env, message.outcome.value
+    named = (("info", method), ("reset info", "reset")) if method == "step" else (("reset info", "reset"),)
+    return unpicklable_reply(method, ((what, source, env, info) for (what, source), info in zip(named, infos)),
+                             f"the message of env {env}", env, exc)
