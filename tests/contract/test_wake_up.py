@@ -63,7 +63,8 @@ def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
         second = WorkerLanes(block, 1, 2, 4, wake_up.Waker(block, fd.write_fd).answered)
         sleeper = wake_up.ParentSleep(block, fd)
         first.answer(0, 1, has_message=False)  # nobody sleeps: nothing is written
-        assert sleeper.sleep(lambda: False, [], 0.01) == [] and (sleeper.wakes, sleeper.naps) == (0, 1)
+        assert sleeper.sleep(lambda: False, [], 0.01) == []
+        assert (sleeper.wakes, sleeper.naps) == (0, 1)
         answers = [(first, 1), (second, 0), (first, 0)]  # arriving while the parent sleeps for 3 of them
         sleeper.sleep(lambda: [lanes.answer(k, 2, False) for lanes, k in answers[:2]] and False, [], 0.0, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote
@@ -83,7 +84,8 @@ def test_a_slice_answered_together_counts_every_env_and_wakes_once():
         seq = lanes.take_whole()
         sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, wanted=3)
         assert (sleeper.wakes, sleeper.naps) == (1, 0)
-        assert block.answered.tolist() == [2, 3, 2] and not lanes.has_requests()
+        assert block.answered.tolist() == [2, 3, 2]
+        assert not lanes.has_requests()
     finally:
         fd.close()
 

@@ -244,7 +244,9 @@ def test_lane_step_hang_times_out_and_restart_recovers():
         for _ in range(8):
             obs, rewards, dones, infos = venv.step(np.zeros(4, np.int64))
             restarted.append(bool(infos[1].get("env_restarted")))
-        assert restarted[3] and sum(restarted) == 2 and venv.restarts == 2
+        assert restarted[3]
+        assert sum(restarted) == 2
+        assert venv.restarts == 2
         assert venv.workers[0].lanes is not None
 
 

@@ -118,8 +118,10 @@ def test_sb3_finds_our_vec_normalize_and_freezes_it(closing):
     env = closing(to_sb3(ours))
     model = PPO("MlpPolicy", env, n_steps=16, batch_size=32, n_epochs=1, device="cpu", seed=0)
     found = model.get_vec_normalize_env()
-    assert isinstance(found, SB3VecNormalize) and found is unwrap_vec_normalize(env)
-    assert found.source is ours and is_vecenv_wrapped(env, SB3VecMonitor)
+    assert isinstance(found, SB3VecNormalize)
+    assert found is unwrap_vec_normalize(env)
+    assert found.source is ours
+    assert is_vecenv_wrapped(env, SB3VecMonitor)
     found.training = False
     assert ours.training is False
     count = ours.obs_rms.count
@@ -139,7 +141,8 @@ def test_sync_envs_normalization_copies_our_statistics(closing):
     np.testing.assert_array_equal(eval_ours.obs_rms.mean, train_ours.obs_rms.mean)
     np.testing.assert_array_equal(eval_ours.obs_rms.var, train_ours.obs_rms.var)
     assert eval_ours.obs_rms.count == train_ours.obs_rms.count == 62
-    assert eval_ours.ret_rms.var == train_ours.ret_rms.var and eval_ours.obs_rms is not train_ours.obs_rms
+    assert eval_ours.ret_rms.var == train_ours.ret_rms.var
+    assert eval_ours.obs_rms is not train_ours.obs_rms
     obs = np.ones((1, 4), np.float32)
     np.testing.assert_array_equal(eval_ours.normalize_obs(obs), train_ours.normalize_obs(obs))
 

@@ -60,4 +60,5 @@ def test_an_untouched_file_loads(tmp_path):
     path = edited(tmp_path, "gamma", "0.9")
     with DummyVecEnv([SeededEnv] * 2) as venv:
         loaded = VecNormalize.load(path, venv)
-        assert loaded.gamma == 0.9 and loaded.training is True
+        assert loaded.gamma == 0.9
+        assert loaded.training is True

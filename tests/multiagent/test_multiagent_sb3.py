@@ -33,10 +33,12 @@ def test_ppo_trains_on_agent_rows_and_evaluate_policy_counts_agent_episodes() ->
     model.learn(3072)
     assert model.num_timesteps >= 3072
     lengths = [e["l"] for e in model.ep_info_buffer]
-    assert len(lengths) == 100 and set(lengths) == {10}  # SB3 keeps the last 100 agent episodes
+    assert len(lengths) == 100
+    assert set(lengths) == {10}  # SB3 keeps the last 100 agent episodes
     returns, episode_lengths = evaluate_policy(model, env, n_eval_episodes=24, return_episode_rewards=True)
     env.close()
-    assert len(returns) == 24 and set(episode_lengths) == {10}
+    assert len(returns) == 24
+    assert set(episode_lengths) == {10}
     assert all(np.isfinite(returns))
 
 

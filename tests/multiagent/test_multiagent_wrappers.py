@@ -40,7 +40,8 @@ def test_vec_normalize_and_frame_stack_work_per_row() -> None:
         assert obs.shape == (6, 72)
         for _ in range(7):
             obs, rewards, dones, infos = venv.step(np.ones(6, np.int64))
-        assert obs.shape == (6, 72) and rewards.shape == (6,)
+        assert obs.shape == (6, 72)
+        assert rewards.shape == (6,)
         assert all(infos[i]["terminal_observation"].shape == (72,) for i in np.flatnonzero(dones))
 
 
@@ -59,7 +60,8 @@ def test_to_gymnasium_with_record_episode_statistics() -> None:
 
 def test_to_sb3_sees_rows() -> None:
     env = to_sb3(make_multiagent_vec_env(SPREAD5, 2))
-    assert env.num_envs == 6 and env.reset().shape == (6, 18)
+    assert env.num_envs == 6
+    assert env.reset().shape == (6, 18)
     assert env.get_attr("possible_agents") == [["agent_0", "agent_1", "agent_2"]] * 2  # per env
     env.close()
 
@@ -126,4 +128,5 @@ def test_vec_monitor_follows_rows_under_recv_send() -> None:
             _, _, dones, infos, rows = venv.recv()
             lengths += [infos[j]["episode"]["l"] for j in np.flatnonzero(dones)]
             venv.send(np.zeros(len(rows), np.int64), rows)
-    assert lengths and set(lengths) == {5}  # each agent row's episode, whatever the order envs come in
+    assert lengths
+    assert set(lengths) == {5}  # each agent row's episode, whatever the order envs come in

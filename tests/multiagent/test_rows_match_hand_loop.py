@@ -33,7 +33,8 @@ def row_actions(env_index: int, t: int, count: int, n: int = 3) -> np.ndarray:
 def check_env_rows(obs: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[dict], rows: slice,
                    want: dict[str, Any], where: str) -> None:
     assert obs[rows].tobytes() == want["obs"].tobytes(), f"obs at {where}"
-    assert rewards.dtype == np.float32 and rewards[rows].tobytes() == want["rewards"].tobytes(), f"rewards at {where}"
+    assert rewards.dtype == np.float32, f"rewards at {where}"
+    assert rewards[rows].tobytes() == want["rewards"].tobytes(), f"rewards at {where}"
     assert dones[rows].tolist() == want["dones"].tolist(), f"dones at {where}"
     for k, info in enumerate(infos[rows]):
         if k in want["terminal"]:

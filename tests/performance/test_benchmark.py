@@ -107,7 +107,8 @@ def test_benchmark_writes_its_results_to_the_user_cache(smoke):
     written = re.search(r"results written to (\S+)/ ", run.stderr)
     assert written, run.stderr[-1000:]
     out = Path(written.group(1))
-    assert out.is_relative_to(cache / "vec_envs" / "bench") and not out.is_relative_to(REPO)
+    assert out.is_relative_to(cache / "vec_envs" / "bench")
+    assert not out.is_relative_to(REPO)
     for name in ("results.md", "ratios.png", "cells.json"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "results.md").read_text(encoding="utf-8") == run.stdout.rstrip("\n") + "\n"
@@ -116,7 +117,8 @@ def test_benchmark_writes_its_results_to_the_user_cache(smoke):
 @pytest.mark.timeout(120)
 def test_benchmark_reports_every_method_or_why_it_could_not_run(smoke):
     run, _ = smoke("benchmark")
-    assert "Machine:" in run.stdout and "Settings: `python scripts/benchmark.py workloads --workloads W5 " in run.stdout
+    assert "Machine:" in run.stdout
+    assert "Settings: `python scripts/benchmark.py workloads --workloads W5 " in run.stdout
     tables = workload_tables(run.stdout)
     assert [h.split(":")[0] for h in tables] == [f"## {w}" for w in WORKLOADS_RUN]
     for w, (heading, rows) in zip(WORKLOADS_RUN, tables.items(), strict=True):
@@ -158,11 +160,13 @@ def test_benchmark_without_psutil_says_which_extra_to_install(tmp_path):
 def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
     done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "workloads", "--workloads", "W9"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
     assert "error: --workloads: unknown ['W9']; expected a comma-separated subset of ['W1'" in done.stderr
     with pytest.raises(SystemExit) as exited:
         benchmark.main(["workloads", "--repeats", "0"])
-    assert exited.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1] == (
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "benchmark.py workloads: error: --repeats must be >= 1, --window and --cell-timeout > 0, --warmup >= 0; "
         "received 0, 5.0, 300.0, 1.0 (see --help)")
 
@@ -205,7 +209,8 @@ def test_summary_takes_medians_and_keeps_failures():
     sums = report.summarize(records)
     assert (sums["W1", "dummy"].rate, sums["W1", "dummy"].low, sums["W1", "dummy"].high) == (2.0, 1.0, 3.0)
     assert sums["W1", "dummy"].notes == {"n"}
-    assert not sums["W1", "subproc"].ran and sums["W1", "subproc"].errors == ["EnvWorkerError: boom"]
+    assert not sums["W1", "subproc"].ran
+    assert sums["W1", "subproc"].errors == ["EnvWorkerError: boom"]
 
 
 def test_targets_are_marked_met_missed_or_not_measured():
@@ -272,9 +277,11 @@ def test_a_failing_ceiling_loop_says_why_at_once():
 def test_timing_loops_count_calls():
     seen: list = []
     calls, seconds = harness.run_for(seen.append, ["a", "b"], 0.0)
-    assert (calls, seen) == (1, ["a"]) and seconds >= 0
+    assert (calls, seen) == (1, ["a"])
+    assert seconds >= 0
     each = harness.time_calls(seen.append, ["c", "d"], pause_s=0.001)
-    assert seen == ["a", "c", "d"] and each.shape == (2,)
+    assert seen == ["a", "c", "d"]
+    assert each.shape == (2,)
 
 
 def test_recv_send_stepper_times_steps_not_resets():
@@ -283,9 +290,11 @@ def test_recv_send_stepper_times_steps_not_resets():
     venv = DummyVecEnv([partial(envs.make_env, "busy", i, 10) for i in range(4)], batch_size=2)
     stepper = contenders.RecvSendStepper(venv)
     try:
-        assert stepper.start(seed=0) is None and stepper.steps_per_call == 2
+        assert stepper.start(seed=0) is None
+        assert stepper.steps_per_call == 2
         obs, dones, env_ids = stepper.step(np.zeros(4, np.int64))
-        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3]) and not dones.any()
+        assert sorted(env_ids.tolist()) in ([0, 1], [2, 3])
+        assert not dones.any()
         np.testing.assert_array_equal(obs, np.ones((2, 4)))  # each env's first step (t = 1), not its reset (0)
     finally:
         stepper.close()
@@ -303,7 +312,9 @@ def test_overhead_reports_p_and_o_per_method_and_the_projection(smoke):
     assert set(rows) >= {"DummyVecEnv", "SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"}, rows
     for name in ("SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"):
         steps_per_s, p, p_net, o, o_net = (float(c.replace(",", "")) for c in rows[name][1:6])
-        assert steps_per_s > 0 and p >= p_net and o >= o_net, rows[name]
+        assert steps_per_s > 0, rows[name]
+        assert p >= p_net, rows[name]
+        assert o >= o_net, rows[name]
     envpool_installed = importlib.util.find_spec("envpool") is not None
     assert envpool_installed or "- envpool: not installed (skipped)" in run.stdout
     assert "model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); " \
@@ -324,13 +335,15 @@ def test_cpus_option_plans_auto_in_series_for_that_many_cpus():
     from vec_envs.workers.worker_vec_env import resolve_in_series
 
     with overhead.planned_cpus(4):
-        assert os.environ["VEC_ENVS_CPUS"] == "4" and resolve_in_series("auto", 64) == 16
+        assert os.environ["VEC_ENVS_CPUS"] == "4"
+        assert resolve_in_series("auto", 64) == 16
     assert "VEC_ENVS_CPUS" not in os.environ or os.environ["VEC_ENVS_CPUS"] != "4"
 
 
 def test_overhead_rejects_bad_arguments_in_one_line():
     done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "overhead", "--project-cores", "1,64"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 2
+    assert done.stdout == ""
     assert done.stderr == ("benchmark.py overhead: error: --project-cores must be numbers > 1; received '1,64' "
                            "(see --help)\n")

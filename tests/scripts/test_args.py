@@ -60,8 +60,11 @@ def test_a_bad_command_line_is_one_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exited:
         parse_args(Args, argv, prog="demo")
     err = capsys.readouterr().err
-    assert exited.value.code == 2 and err.count("\n") == 1
-    assert err.startswith("demo: error: ") and message in err and err.endswith(" (see --help)\n"), err
+    assert exited.value.code == 2
+    assert err.count("\n") == 1
+    assert err.startswith("demo: error: "), err
+    assert message in err, err
+    assert err.endswith(" (see --help)\n"), err
 
 
 def test_a_field_without_a_known_type_is_refused_when_the_parser_is_built():
@@ -97,4 +100,6 @@ def test_subcommands_each_bind_their_own_dataclass(capsys):
     with pytest.raises(SystemExit):
         parse_subcommands({"run": Run, "plot": Plot}, ["--help"], prog="tool")
     out = capsys.readouterr().out
-    assert "run" in out and "Run it." in out and "Plot it." in out
+    assert "run" in out
+    assert "Run it." in out
+    assert "Plot it." in out

@@ -79,5 +79,6 @@ def test_the_installed_run_atari_steps_envs_in_worker_processes(installed, tmp_p
                            "--steps", "16"], cwd=tmp_path, env=command_env(installed), capture_output=True, text=True,
                           timeout=240, check=False)
     assert done.returncode == 0, done.stderr
-    assert "Breakout" in done.stdout and "2 envs on subproc" in done.stdout
+    assert "Breakout" in done.stdout
+    assert "2 envs on subproc" in done.stdout
     assert "summary: steps 16 |" in done.stdout
