@@ -1,0 +1,163 @@
+"""LaneLockStep: a lock-step ``step()`` of every worker at once through the env lanes.
+
+The parent writes every action into shared memory and requests every env with one
+number (``control.py``: each worker sees its whole slice requested and answers it
+together), then waits on the whole batch at once: one bytes comparison of the answer
+lanes says every env answered with nothing to say. That common case costs the parent the
+same few NumPy calls whatever the number of workers; the envs whose episode ended get
+their terminal rows with one fancy index. Anything else (an env with an info, a failure,
+a dead or sleeping-too-long worker, a timeout) goes the per-worker way of
+``WorkerVecEnv._step_wait``: each worker's handle is left as if it had been sent its own
+STEP, so that path takes over from where this one stopped.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from vec_envs import SubprocVecEnv
+    >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2, step_in_parent=False) as venv:
+    ...     _ = venv.reset()
+    ...     obs, rewards, dones, infos = venv.step([0, 1, 0, 1])
+    ...     kind = type(venv._lock_step).__name__
+    >>> kind, obs.shape, rewards.tolist(), infos
+    ('LaneLockStep', (4, 4), [1.0, 1.0, 1.0, 1.0], [{}, {}, {}, {}])
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc.control import ParentLanes, WorkerColumn
+from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
+from vec_envs.subproc.worker_handle import SubprocWorker
+from vec_envs.types import Info
+from vec_envs.workers.messenger import Messenger
+from vec_envs.workers.protocol import Command
+from vec_envs.workers.worker import Worker, WorkerDied
+
+__all__ = ["LaneLockStep", "ended_infos"]
+
+
+def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info]) -> None:
+    """The envs whose episode ended, none with an info: ``infos[i]`` gets the terminal
+    observation and ``TimeLimit.truncated`` from the terminal rows, ``reset_infos[i]``
+    an empty dict (a reset info would have come with a message).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
+        >>> buffers.dones[1] = True; buffers.terminal_obs[1] = [0.5, 0.25]
+        >>> infos = [{}, {}, {}]; ended_infos(buffers, infos, [{}] * 3); infos[1]
+        {'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': False}
+    """
+    ended = np.flatnonzero(buffers.dones)
+    if not len(ended) or buffers.time_limit_truncated is None or type(buffers.terminal_obs) is not np.ndarray:
+        if len(ended):
+            raise ValueError("ended_infos(): the buffers need array terminal rows")
+        return
+    rows = buffers.terminal_obs[ended]  # one gather: each info holds a view of this copy
+    truncated = buffers.time_limit_truncated[ended].tolist()
+    for j, i in enumerate(ended.tolist()):
+        infos[i] = {"terminal_observation": rows[j], "TimeLimit.truncated": truncated[j]}
+        reset_infos[i] = {}
+
+
+class LaneLockStep:
+    """Every env requested with one number, the batch awaited as a whole (see the module)."""
+
+    def __init__(self, lanes: ParentLanes, workers: list[Worker], messenger: Messenger, actions: np.ndarray,
+                 buffers: BatchBuffers, reset_infos: list[Info], spin: bool, bell: WorkerBell | None = None,
+                 sleeper: ParentSleep | None = None) -> None:
+        self.lanes, self.workers, self.messenger, self.bell, self.sleeper = lanes, workers, messenger, bell, sleeper
+        self.actions, self.buffers, self.reset_infos = actions, buffers, reset_infos
+        self.spin = Spin(spin)
+        self._answers = lanes.block.worker_rows[:, WorkerColumn.ANSWERS]
+        self._answered = lanes.answered
+        self._quiet = b""  # the answer lanes' bytes once every env answered with nothing to say
+        self._target = 0  # the answer count (all workers) that completes the batch
+        self.out = False  # a batch was requested here and not collected yet
+        self._fast = (buffers.terminal_obs is None or type(buffers.terminal_obs) is np.ndarray)
+
+    def usable(self) -> bool:
+        """Can the next step go this way (every worker a process with lanes, nothing due)?"""
+        messenger = self.messenger
+        return self._fast and not messenger.awaiting and not messenger._outcomes
+
+    def send(self, actions: Any) -> None:
+        """Write the actions, request every env, wake the workers asleep on their pipes."""
+        self.actions[...] = actions
+        lanes = self.lanes
+        if not lanes.together:
+            lanes.set_together(True)
+        answers = self._answers.tolist()
+        self._target = sum(answers) + lanes.block.n
+        seq = lanes.request(slice(None))
+        self._quiet = (seq << 1).to_bytes(8, "little") * lanes.block.n
+        awaiting = self.messenger.awaiting
+        for worker, count in zip(self.workers, answers):  # as if each was sent its STEP
+            handle: Any = worker
+            handle._lane_target, handle._lane_seq, handle._quiet = count + worker.stop - worker.first_index, seq, False
+            awaiting[worker.index] = Command.STEP
+        self.out = True
+        if lanes.any_sleeping():
+            self._wake_sleepers()
+
+    def _wake_sleepers(self, ring: bool = True) -> None:
+        """One ring of the bell for them all; without one (or ``ring`` False), a WAKE message each."""
+        if ring and self.bell is not None:
+            self.bell.ring()
+            return
+        for worker in self.workers:
+            handle: Any = worker
+            if self.lanes.sleeping(worker.index):
+                try:
+                    handle.wake()
+                except WorkerDied:
+                    pass  # its sentinel says so: the per-worker path reports it
+
+    def _state(self) -> int:
+        """1: every env answered, nothing to say; 2: every worker answered; 0: not yet."""
+        if self._answered.tobytes() == self._quiet:
+            return 1
+        return 2 if int(self._answers.sum()) >= self._target else 0
+
+    def wait(self, timeout: float | None) -> list[Info] | None:
+        """The infos once the batch answered with nothing to say (the rows are in the
+        buffers); None: the per-worker path collects it (messages, failures, a timeout)."""
+        self.out = False
+        start = time.perf_counter()
+        state = spin_until(self._state, self.spin.budget())
+        if not state and timeout is None and self.sleeper is not None:
+            state = self._sleep(self.sleeper)
+        if state != 1:
+            return None
+        self.spin.record(time.perf_counter() - start)
+        self.messenger.awaiting.clear()
+        for worker in self.workers:
+            handle: Any = worker
+            handle._lane_target = 0
+        infos: list[Info] = [{} for _ in range(self.lanes.block.n)]
+        if self.buffers.terminal_obs is not None:
+            ended_infos(self.buffers, infos, self.reset_infos)
+        return infos
+
+    def _sleep(self, sleeper: ParentSleep) -> int:
+        """Sleep until every worker answered (``_state``) or one ended (0: the per-worker
+        path reports it); after a nap with no answer, WAKE those asleep (a wake-up lost)."""
+        sentinels = [handle.process.sentinel for handle in self.workers if isinstance(handle, SubprocWorker)]
+        while True:
+            answers = int(self._answers.sum())
+            if sleeper.sleep(self._state, sentinels, FALLBACK_S, max(1, self._target - answers)):
+                return 0
+            state = self._state()
+            if state:
+                return state
+            if int(self._answers.sum()) == answers and self.lanes.any_sleeping():
+                self._wake_sleepers(ring=False)
+
+    @staticmethod
+    def fits(workers: list[Worker]) -> bool:
+        """Are all ``workers`` processes that answer through lanes?"""
+        return all(isinstance(w, SubprocWorker) and w.lanes is not None for w in workers)
