@@ -8,7 +8,8 @@ to say (infos, an error). The parent finds finished envs with one vectorized com
 over the envs in flight: it spins on that a little longer than it usually waits (while
 waits are short, ``spin_wait.py``), then sleeps until a worker's answer wakes it
 (``wake_up.py``) or a worker process ends, so a dead worker is reported at once. A
-sleeping worker is woken with a pipe message (WAKE); after a nap with no answer, the
+sleeping worker is woken by one ring of the workers' bell for all of them (``wake_up.py``;
+without one, a pipe message, WAKE, each); after a nap with no answer, the
 parent wakes again those that owe answers and sleep (a wake-up lost).
 
 The parent's own slice (``step_in_parent``) goes the transport-free way of
@@ -26,7 +27,7 @@ from vec_envs.errors import EnvTimeoutError
 from vec_envs.subproc.control import ParentLanes
 from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
 from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
+from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
 from vec_envs.types import VecEnvRecvReturn
 from vec_envs.workers.async_batches import AsyncBatches, BatchHost, split_actions
@@ -55,8 +56,9 @@ class LaneBatches(AsyncBatches):
     """
 
     def __init__(self, host: BatchHost, lanes: ParentLanes, actions: np.ndarray, spin: Spin,
-                 sleeper: ParentSleep | None = None) -> None:
+                 sleeper: ParentSleep | None = None, bell: WorkerBell | None = None) -> None:
         super().__init__(host)
+        self.bell = bell  # one ring wakes every sleeping worker (None: a WAKE message each)
         self.sleeper = sleeper  # woken by the workers' answers (None: naps only)
         self.lanes, self.actions = lanes, actions
         self.laned = np.array([not worker.is_local for worker in host.workers])
@@ -99,9 +101,12 @@ class LaneBatches(AsyncBatches):
         self.flying[env_ids] = True
         self._wake_sleepers(env_ids)
 
-    def _wake_sleepers(self, env_ids: np.ndarray) -> None:
-        """Wake the workers of ``env_ids`` asleep on their pipes (spinning ones see the requests)."""
-        if self.lanes.any_sleeping():
+    def _wake_sleepers(self, env_ids: np.ndarray, ring: bool = True) -> None:
+        """Wake the workers of ``env_ids`` asleep on their pipes (spinning ones see the requests):
+        one ring of the bell, or (no bell, or ``ring`` False: a wake-up lost) a WAKE message each."""
+        if ring and self.bell is not None and self.lanes.any_sleeping():
+            self.bell.ring()
+        elif self.lanes.any_sleeping():
             for w in self._owners(env_ids):
                 if self.lanes.sleeping(w):
                     self._post(w, Command.WAKE, None)
@@ -164,7 +169,7 @@ class LaneBatches(AsyncBatches):
             if self._watch_workers(nap if remaining is None else min(nap, remaining), wanted):
                 return True
             if not self._any_finished():
-                self._wake_sleepers(np.flatnonzero(self.flying))
+                self._wake_sleepers(np.flatnonzero(self.flying), ring=False)
             nap = nap if self.sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
         self.spin.record(time.perf_counter() - start)
         return True

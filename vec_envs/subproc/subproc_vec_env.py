@@ -159,7 +159,7 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._lanes is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()
         return LaneBatches(self._batch_host(), self._lanes, self._shared.actions,
-                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep)
+                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep, self._bell)
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)

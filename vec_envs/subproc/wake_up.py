@@ -8,8 +8,8 @@ answers once more, and sleeps on a wake fd (an eventfd; a pipe where there is no
 together with whatever else it watches (worker sentinels, pipes). A worker whose answer
 brings the total there writes to the fd, so the parent wakes once per batch, not once
 per env. It drains the fd when it wakes. The other way round, a worker sleeps on its pipe
-and, in lock-step, on a ``WorkerBell`` shared by every worker: the parent rings it once
-per request, however many workers sleep (elsewhere, and without an eventfd, it wakes
+and on a ``WorkerBell`` shared by every worker: the parent rings it once per request,
+however many workers sleep (without an eventfd, and after a nap with no answer, it wakes
 each with a WAKE message through its pipe).
 
 x86-64 may let the parent's "I sleep" store and a worker's answer cross (each process
@@ -40,8 +40,9 @@ from typing import Any
 
 from vec_envs.subproc.control import ControlBlock, ParentColumn, WorkerColumn
 
-__all__ = ["FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "WorkerBell", "supported"]
+__all__ = ["BELLS", "FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "WorkerBell", "supported"]
 
+BELLS = 4  # eventfds of the workers' bell, rung in turn
 FALLBACK_S = 0.005  # the longest a parent sleeps between looks (a wake-up lost to StoreLoad)
 _ONE = (1).to_bytes(8, "little")  # what an eventfd write takes (a pipe takes it as well)
 
@@ -149,27 +150,27 @@ class Waker:
 
 
 class WorkerBell:
-    """Two eventfds that the sleeping workers poll with their pipes; the parent rings
+    """A few eventfds that the sleeping workers poll with their pipes; the parent rings
     one with one write for all of them.
 
-    Ring ``r`` (counted in the parent's row, ``ParentColumn.RINGS``) empties fd ``(r + 1) % 2``
-    and writes to fd ``r % 2``: a worker about to sleep reads the count ``g``, looks at its
-    lanes, and polls fd ``(g + 1) % 2``, quiet until the next ring; if that ring came
-    meanwhile, its requests are seen by the look. Lock-step rings again only once every
-    worker answered, so nobody still sleeps on the fd emptied.
+    Ring ``r`` (counted in the parent's row, ``ParentColumn.RINGS``) empties fd ``(r + 1) % k``
+    and writes to fd ``r % k``: a worker about to sleep reads the count ``g``, looks at its
+    lanes, and polls fd ``(g + 1) % k``, quiet until the next ring; if that ring came
+    meanwhile, its requests are seen by the look. A worker not yet up after ``k - 1`` more
+    rings misses its wake-up, and the parent's nap (``FALLBACK_S``) WAKEs it instead.
 
     Example:
         >>> import numpy as np
         >>> block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
         >>> bell = WorkerBell(block)
-        >>> bell.ring(); int(block.parent_row[ParentColumn.RINGS]), _readable(bell.fds[1]), _readable(bell.fds[0])
+        >>> bell.ring(); int(block.parent_row[ParentColumn.RINGS]), _readable(bell.fds[1]), _readable(bell.fds[2])
         (1, True, False)
         >>> bell.close()
     """
 
-    def __init__(self, block: ControlBlock) -> None:
+    def __init__(self, block: ControlBlock, k: int = BELLS) -> None:
         self._parent = block.parent_row.data.cast("B").cast("q")
-        self.fds = (os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC), os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC))
+        self.fds = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(k))
 
     @staticmethod
     def supported() -> bool:
@@ -177,20 +178,20 @@ class WorkerBell:
 
     def ring(self) -> None:
         """Wake every worker asleep on the bell (one write, whatever their number)."""
-        rings = self._parent[ParentColumn.RINGS] + 1
+        rings, k = self._parent[ParentColumn.RINGS] + 1, len(self.fds)
         try:
-            os.read(self.fds[~rings & 1], 8)  # quiet for the ring after this one, before anyone polls it
+            os.read(self.fds[(rings + 1) % k], 8)  # quiet for the ring after this one, before anyone polls it
         except BlockingIOError:
             pass
         self._parent[ParentColumn.RINGS] = rings  # after the requests: who reads it sees them
-        os.write(self.fds[rings & 1], _ONE)
+        os.write(self.fds[rings % k], _ONE)
 
     def close(self) -> None:
         """Close the descriptors; idempotent."""
         for fd in self.fds:
             if fd != -1:
                 os.close(fd)
-        self.fds = (-1, -1)
+        self.fds = ()
 
 
 def _readable(fd: int) -> bool:

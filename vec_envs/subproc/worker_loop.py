@@ -75,7 +75,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes: WorkerLanes | None,
-                   bells: tuple[int, int] | None = None) -> int:
+                   bells: tuple[int, ...] | None = None) -> int:
     """Spin, then sleep on the pipe, until envs have new requests (_LANES), a command
     comes (_PIPE), or the parent is gone (_PARENT_GONE)."""
     def event() -> int:  # one look at everything, ~1 us: each spin turn costs this
@@ -92,14 +92,14 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
 
 
 def _sleep_until_work(conn: Connection, parent: int, lanes: WorkerLanes | None, event: Any,
-                      bells: tuple[int, int] | None = None) -> int:
+                      bells: tuple[int, ...] | None = None) -> int:
     """Say so in the row, look once more, then sleep on the pipe and the bell of the next
     ring (a ring or a WAKE ends it)."""
     if lanes is not None:
         lanes.set_sleeping(True)
     try:
         while True:
-            bell = None if bells is None or lanes is None else bells[(lanes.rings() + 1) & 1]
+            bell = None if bells is None or lanes is None else bells[(lanes.rings() + 1) % len(bells)]
             found = event()  # after reading the rings: a request rung already is seen here
             if found:
                 return found
