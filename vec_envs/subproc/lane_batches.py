@@ -25,6 +25,7 @@ import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
 from vec_envs.subproc.control import ParentLanes
+from vec_envs.subproc.lane_lock_step import terminal_infos
 from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
@@ -70,6 +71,8 @@ class LaneBatches(AsyncBatches):
         self.unread = np.zeros(len(host.worker_of), np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
         self.spin = spin
+        terminal = host.buffers.terminal_obs
+        self.bulk_ends = type(terminal) is np.ndarray and host.buffers.time_limit_truncated is not None
         self._checked = time.monotonic()  # when recv last looked for dead workers
 
     # ---------------------------------------------------------------- the hooks
@@ -199,16 +202,23 @@ class LaneBatches(AsyncBatches):
             due &= self.env_laned[env_ids]
         due = due.nonzero()[0]
         if len(due):
-            self._read_infos(env_ids[due].tolist(), talking[due].tolist())
+            self._read_infos(env_ids[due], talking[due])
             dones = self.host.buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
         if self.any_resetting:
             self.resetting[env_ids] = False
             self.any_resetting = bool(np.count_nonzero(self.resetting))
         return self.pop_ready(env_ids, dones)
 
-    def _read_infos(self, env_ids: list[int], talking: list[int]) -> None:
-        """Store the infos of ``env_ids``, reading the messages of those ``talking``."""
-        for i, talks in zip(env_ids, talking):
+    def _read_infos(self, env_ids: np.ndarray, talking: np.ndarray) -> None:
+        """Store the infos of ``env_ids``, reading the messages of those ``talking``; the
+        episode ends with nothing to say are stored together."""
+        quiet = talking == 0
+        if self.bulk_ends:
+            quiet &= ~self.resetting[env_ids]
+            if quiet.any():
+                self._store_ended(env_ids[quiet])
+                env_ids, talking = env_ids[~quiet], talking[~quiet]
+        for i, talks in zip(env_ids.tolist(), talking.tolist()):
             if i in self.infos:  # restarted (its worker failed, maybe just now): flagged already
                 continue
             if not talks:
@@ -217,6 +227,13 @@ class LaneBatches(AsyncBatches):
             message = self._message(i)
             if message is not None:
                 self._store_info(i, *message.outcome.value)
+
+    def _store_ended(self, env_ids: np.ndarray) -> None:
+        """Envs whose episode ended, no message with them: infos from the terminal rows."""
+        for i, info in zip(env_ids.tolist(), terminal_infos(self.host.buffers, env_ids)):
+            if i not in self.infos:  # else restarted: flagged already
+                self.infos[i] = info
+                self.host.reset_infos[i] = {}
 
     def _store_info(self, i: int, info: dict[str, Any], reset_info: dict[str, Any] | None) -> None:
         """Env ``i``'s info, and its reset info after a reset or an episode's end."""

@@ -37,31 +37,36 @@ from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import Command
 from vec_envs.workers.worker import Worker, WorkerDied
 
-__all__ = ["LaneLockStep", "ended_infos"]
+__all__ = ["LaneLockStep", "ended_infos", "terminal_infos"]
 
 
-def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info]) -> None:
-    """The envs whose episode ended, none with an info: ``infos[i]`` gets the terminal
-    observation and ``TimeLimit.truncated`` from the terminal rows, ``reset_infos[i]``
-    an empty dict (a reset info would have come with a message).
+def terminal_infos(buffers: BatchBuffers, ended: np.ndarray) -> list[Info]:
+    """The infos of the envs ``ended`` whose episode ended with nothing else to say: the
+    terminal observation (gathered with one fancy index) and ``TimeLimit.truncated``.
 
     Example:
         >>> import gymnasium as gym
         >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
-        >>> buffers.dones[1] = True; buffers.terminal_obs[1] = [0.5, 0.25]
-        >>> infos = [{}, {}, {}]; ended_infos(buffers, infos, [{}] * 3); infos[1]
-        {'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': False}
+        >>> buffers.terminal_obs[1] = [0.5, 0.25]; buffers.time_limit_truncated[1] = True
+        >>> terminal_infos(buffers, np.array([1]))
+        [{'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': True}]
     """
-    ended = np.flatnonzero(buffers.dones)
-    if not len(ended) or buffers.time_limit_truncated is None or type(buffers.terminal_obs) is not np.ndarray:
-        if len(ended):
-            raise ValueError("ended_infos(): the buffers need array terminal rows")
-        return
+    if buffers.time_limit_truncated is None or type(buffers.terminal_obs) is not np.ndarray:
+        raise ValueError("terminal_infos(): the buffers need array terminal rows")
     rows = buffers.terminal_obs[ended]  # one gather: each info holds a view of this copy
-    truncated = buffers.time_limit_truncated[ended].tolist()
-    for j, i in enumerate(ended.tolist()):
-        infos[i] = {"terminal_observation": rows[j], "TimeLimit.truncated": truncated[j]}
-        reset_infos[i] = {}
+    return [{"terminal_observation": row, "TimeLimit.truncated": truncated}
+            for row, truncated in zip(rows, buffers.time_limit_truncated[ended].tolist())]
+
+
+def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info]) -> None:
+    """After a batch where no env had anything to say: ``infos[i]`` of each env that ended
+    gets its terminal observation and ``TimeLimit.truncated``, ``reset_infos[i]`` an empty
+    dict (a reset info would have come with a message)."""
+    ended = np.flatnonzero(buffers.dones)
+    if len(ended):
+        for i, info in zip(ended.tolist(), terminal_infos(buffers, ended)):
+            infos[i] = info
+            reset_infos[i] = {}
 
 
 class LaneLockStep:
