@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc import wake_up
 from vec_envs.subproc.control import ParentLanes, WorkerColumn
 from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
+from vec_envs.subproc.wake_up import ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.types import Info
 from vec_envs.workers.messenger import Messenger
@@ -154,7 +155,7 @@ class LaneLockStep:
         sentinels = [handle.process.sentinel for handle in self.workers if isinstance(handle, SubprocWorker)]
         while True:
             answers = int(self._answers.sum())
-            if sleeper.sleep(self._state, sentinels, FALLBACK_S, max(1, self._target - answers)):
+            if sleeper.sleep(self._state, sentinels, wake_up.FALLBACK_S, max(1, self._target - answers)):
                 return 0
             state = self._state()
             if state:

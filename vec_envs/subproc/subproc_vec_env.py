@@ -129,7 +129,7 @@ class SubprocVecEnv(WorkerVecEnv):
                 self._sleep = ParentSleep(self._lanes.block, self._wake)
             if WorkerBell.supported():
                 self._bell = WorkerBell(self._lanes.block)
-                self._resources.append(self._bell)
+                self._resources.insert(0, self._bell)  # it holds a view: closed before the shared memory
         return self._shared.buffers
 
     def _drop_views(self) -> None:

@@ -169,7 +169,7 @@ class WorkerBell:
     """
 
     def __init__(self, block: ControlBlock, k: int = BELLS) -> None:
-        self._parent = block.parent_row.data.cast("B").cast("q")
+        self._parent: Any = block.parent_row.data.cast("B").cast("q")
         self.fds = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(k))
 
     @staticmethod
@@ -189,9 +189,9 @@ class WorkerBell:
     def close(self) -> None:
         """Close the descriptors; idempotent."""
         for fd in self.fds:
-            if fd != -1:
-                os.close(fd)
+            os.close(fd)
         self.fds = ()
+        self._parent = None  # a view of the shared memory: it is unmapped once none is left
 
 
 def _readable(fd: int) -> bool:
