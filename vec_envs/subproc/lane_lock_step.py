@@ -84,6 +84,10 @@ class LaneLockStep:
         self._quiet = b""  # the answer lanes' bytes once every env answered with nothing to say
         self._target = 0  # the answer count (all workers) that completes the batch
         self.out = False  # a batch was requested here and not collected yet
+        self._start = self._answers.copy()  # each worker's answers when the batch was requested
+        self._seq = 0  # the batch's number
+        self._polled: list[Worker] = []  # the workers whose sentinels ``_poller`` watches
+        self._poller: Any = None
         self._fast = (buffers.terminal_obs is None or type(buffers.terminal_obs) is np.ndarray)
 
     def usable(self) -> bool:
@@ -97,18 +101,21 @@ class LaneLockStep:
         lanes = self.lanes
         if not lanes.together:
             lanes.set_together(True)
-        answers = self._answers.tolist()
-        self._target = sum(answers) + lanes.block.n
-        seq = lanes.request(slice(None))
+        self._start = self._answers.copy()
+        self._target = int(self._start.sum()) + lanes.block.n
+        self._seq = seq = lanes.request(slice(None))
         self._quiet = (seq << 1).to_bytes(8, "little") * lanes.block.n
-        awaiting = self.messenger.awaiting
-        for worker, count in zip(self.workers, answers):  # as if each was sent its STEP
-            handle: Any = worker
-            handle._lane_target, handle._lane_seq, handle._quiet = count + worker.stop - worker.first_index, seq, False
-            awaiting[worker.index] = Command.STEP
         self.out = True
         if lanes.any_sleeping():
             self._wake_sleepers()
+
+    def _hand_over(self) -> None:
+        """Leave each worker's handle (and the messenger) as if it had been sent its own STEP."""
+        awaiting, seq = self.messenger.awaiting, self._seq
+        for worker, count in zip(self.workers, self._start.tolist()):
+            handle: Any = worker
+            handle._lane_target, handle._lane_seq, handle._quiet = count + worker.stop - worker.first_index, seq, False
+            awaiting[worker.index] = Command.STEP
 
     def _wake_sleepers(self, ring: bool = True) -> None:
         """One ring of the bell for them all; without one (or ``ring`` False), a WAKE message each."""
@@ -134,16 +141,17 @@ class LaneLockStep:
         buffers); None: the per-worker path collects it (messages, failures, a timeout)."""
         self.out = False
         start = time.perf_counter()
-        state = spin_until(self._state, self.spin.budget())
-        if not state and timeout is None and self.sleeper is not None:
-            state = self._sleep(self.sleeper)
+        try:
+            state = spin_until(self._state, self.spin.budget())
+            if not state and timeout is None and self.sleeper is not None:
+                state = self._sleep(self.sleeper)
+        except BaseException:  # a Ctrl-C: the per-worker path drains the batch later
+            self._hand_over()
+            raise
         if state != 1:
+            self._hand_over()
             return None
         self.spin.record(time.perf_counter() - start)
-        self.messenger.awaiting.clear()
-        for worker in self.workers:
-            handle: Any = worker
-            handle._lane_target = 0
         infos: list[Info] = [{} for _ in range(self.lanes.block.n)]
         if self.buffers.terminal_obs is not None:
             ended_infos(self.buffers, infos, self.reset_infos)
@@ -152,10 +160,12 @@ class LaneLockStep:
     def _sleep(self, sleeper: ParentSleep) -> int:
         """Sleep until every worker answered (``_state``) or one ended (0: the per-worker
         path reports it); after a nap with no answer, WAKE those asleep (a wake-up lost)."""
-        sentinels = [handle.process.sentinel for handle in self.workers if isinstance(handle, SubprocWorker)]
+        if self._polled != self.workers:  # a worker was replaced: watch the new one
+            self._polled = list(self.workers)
+            self._poller = sleeper.poller([w.process.sentinel for w in self.workers if isinstance(w, SubprocWorker)])
         while True:
             answers = int(self._answers.sum())
-            if sleeper.sleep(self._state, sentinels, wake_up.FALLBACK_S, max(1, self._target - answers)):
+            if sleeper.sleep_polled(self._state, self._poller, wake_up.FALLBACK_S, max(1, self._target - answers)):
                 return 0
             state = self._state()
             if state:

@@ -102,33 +102,40 @@ class ParentSleep:
     def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float, wanted: int = 1) -> list[Any]:
         """Say so (``wanted``: how many more answers would do), look at ``done()`` once
         more, then sleep; the ``watched`` objects (fds or objects with ``fileno()``) ready."""
+        by_fd = {(w if isinstance(w, int) else w.fileno()): w for w in watched}
+        for fd in by_fd:
+            self._poller.register(fd, select.POLLIN)
+        try:
+            ready = self.sleep_polled(done, self._poller, seconds, wanted)
+        finally:
+            for fd in by_fd:
+                self._poller.unregister(fd)
+        return [by_fd.get(fd, fd) for fd in ready]
+
+    def poller(self, fds: Sequence[int]) -> Any:
+        """A ``select.poll`` on the wake fd and ``fds``, for ``sleep_polled`` (built once, polled often)."""
+        poller = select.poll()
+        for fd in (self.fd.read_fd, *fds):
+            poller.register(fd, select.POLLIN)
+        return poller
+
+    def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, wanted: int = 1) -> list[int]:
+        """``sleep`` on a ``poller`` that watches the wake fd (``poller()``): the other fds ready."""
         self._row[ParentColumn.TARGET] = int(self._answers.sum()) + max(1, wanted)
         self._row[ParentColumn.SLEEPING] = 1  # after the target: a worker that sees it sees the target
         try:
             if done():
                 return []
-            ready = self._poll(watched, min(seconds, FALLBACK_S))
+            events = poller.poll(max(0, int(min(seconds, FALLBACK_S) * 1000 + 0.999)))  # ms, rounded up
         finally:
             self._row[ParentColumn.SLEEPING] = 0
-        if self.fd.read_fd in ready:
+        ready = [fd for fd, _ in events if fd != self.fd.read_fd]
+        if len(ready) < len(events):
             self.fd.drain()
             self.wakes += 1
-            del ready[self.fd.read_fd]
         elif not ready:
             self.naps += 1
-        return list(ready.values())
-
-    def _poll(self, watched: Sequence[Any], seconds: float) -> dict[int, Any]:
-        """Poll the wake fd and ``watched`` for ``seconds``: the ready ones, by fd."""
-        by_fd = {(w if isinstance(w, int) else w.fileno()): w for w in watched}
-        for fd in by_fd:
-            self._poller.register(fd, select.POLLIN)
-        try:
-            events = self._poller.poll(max(0, int(seconds * 1000 + 0.999)))  # ms, rounded up
-        finally:
-            for fd in by_fd:
-                self._poller.unregister(fd)
-        return {fd: by_fd.get(fd, fd) for fd, _ in events}
+        return ready
 
 
 class Waker:
