@@ -121,8 +121,12 @@ def _sleep_on(conn: Connection, bell: int | None, seconds: float) -> int:
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
     poller.register(bell, select.POLLIN)
-    fds = {fd for fd, _ in poller.poll(int(seconds * 1000))}
-    return _PIPE if conn.fileno() in fds else _LANES if fds else 0
+    woken = 0
+    for fd, _ in poller.poll(int(seconds * 1000)):
+        if fd != bell:
+            return _PIPE
+        woken = _LANES
+    return woken
 
 
 def _serve_pipe_command(conn: Connection, server: SharedSliceServer) -> int:
