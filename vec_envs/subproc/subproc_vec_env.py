@@ -147,12 +147,12 @@ class SubprocVecEnv(WorkerVecEnv):
         super()._step_async(actions)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        lock_step = self._lock_step
-        if lock_step is not None and lock_step.out:
-            infos = lock_step.wait(timeout if timeout is not None else self.timeout)
+        if self._lock_step is not None and self._lock_step.out:
+            infos = self._lock_step.wait(timeout if timeout is not None else self.timeout)
             if infos is not None:
                 buffers = self.buffers
                 return self._observations(), buffers.rewards.copy(), buffers.dones.copy(), infos
+        # (no local holds the lock-step object: an error's frames must not keep views of the memory)
         return super()._step_wait(timeout)
 
     def _make_async_batches(self) -> AsyncBatches:
