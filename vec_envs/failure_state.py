@@ -52,9 +52,9 @@ class FailureState:
         RuntimeError: boom...
         >>> state.broken
         True
-        >>> state.check("get_attr")
+        >>> state.check("step_async")
         Traceback (most recent call last):
-        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.get_attr() refused: env 2 raised in step() ...
+        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.step_async() refused: env 2 raised in step() ...
         >>> state.check("reset"); state.clear(); state.broken
         False
     """
