@@ -45,7 +45,7 @@ ROW_WORDS = 8  # int64 per row: one 64-byte cache line
 class WorkerColumn:
     """The columns of a worker's row (written by the worker)."""
 
-    SLEEPING = 0  # 1 while it sleeps on its pipe: a request then needs a WAKE message
+    SLEEPING = 0  # 1 while it sleeps on its pipe (and the workers' bell): a request then needs a wake-up
     ANSWERS = 1  # lanes answered since it started
 
 
@@ -55,6 +55,7 @@ class ParentColumn:
     SLEEPING = 0  # 1 while it sleeps on the wake fd
     TARGET = 1  # the total of answers (all workers) that ends its sleep
     TOGETHER = 2  # 1: a worker with every env of its slice requested steps and answers them together
+    RINGS = 3  # times the parent rang the workers' bell (``wake_up.WorkerBell``)
 
 
 def supported() -> bool:
@@ -177,6 +178,10 @@ class WorkerLanes:
     def pending(self) -> np.ndarray:
         """The envs with a request not taken yet, in slice order."""
         return np.flatnonzero(self.requested != self.seen)
+
+    def rings(self) -> int:
+        """Times the parent rang the workers' bell so far."""
+        return self._parent[ParentColumn.RINGS]
 
     def together(self) -> bool:
         """Does the parent want a slice requested whole answered at once (lock-step)?"""

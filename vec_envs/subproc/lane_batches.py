@@ -8,7 +8,8 @@ to say (infos, an error). The parent finds finished envs with one vectorized com
 over the envs in flight: it spins on that a little longer than it usually waits (while
 waits are short, ``spin_wait.py``), then sleeps until a worker's answer wakes it
 (``wake_up.py``) or a worker process ends, so a dead worker is reported at once. A
-sleeping worker is woken with a pipe message (WAKE); after a nap with no answer, the
+sleeping worker is woken by one ring of the workers' bell for all of them (``wake_up.py``;
+without one, a pipe message, WAKE, each); after a nap with no answer, the
 parent wakes again those that owe answers and sleep (a wake-up lost).
 
 The parent's own slice (``step_in_parent``) goes the transport-free way of
@@ -24,9 +25,10 @@ import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
 from vec_envs.subproc.control import ParentLanes
+from vec_envs.subproc.lane_lock_step import terminal_infos
 from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
 from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep
+from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
 from vec_envs.types import VecEnvRecvReturn
 from vec_envs.workers.async_batches import AsyncBatches, BatchHost, split_actions
@@ -55,8 +57,9 @@ class LaneBatches(AsyncBatches):
     """
 
     def __init__(self, host: BatchHost, lanes: ParentLanes, actions: np.ndarray, spin: Spin,
-                 sleeper: ParentSleep | None = None) -> None:
+                 sleeper: ParentSleep | None = None, bell: WorkerBell | None = None) -> None:
         super().__init__(host)
+        self.bell = bell  # one ring wakes every sleeping worker (None: a WAKE message each)
         self.sleeper = sleeper  # woken by the workers' answers (None: naps only)
         self.lanes, self.actions = lanes, actions
         self.laned = np.array([not worker.is_local for worker in host.workers])
@@ -68,6 +71,8 @@ class LaneBatches(AsyncBatches):
         self.unread = np.zeros(len(host.worker_of), np.bool_)  # finished, its message still in the pipe
         self.messages: dict[int, EnvMessage] = {}  # read ahead of their env's turn
         self.spin = spin
+        terminal = host.buffers.terminal_obs
+        self.bulk_ends = type(terminal) is np.ndarray and host.buffers.time_limit_truncated is not None
         self._checked = time.monotonic()  # when recv last looked for dead workers
 
     # ---------------------------------------------------------------- the hooks
@@ -99,9 +104,12 @@ class LaneBatches(AsyncBatches):
         self.flying[env_ids] = True
         self._wake_sleepers(env_ids)
 
-    def _wake_sleepers(self, env_ids: np.ndarray) -> None:
-        """Wake the workers of ``env_ids`` asleep on their pipes (spinning ones see the requests)."""
-        if self.lanes.any_sleeping():
+    def _wake_sleepers(self, env_ids: np.ndarray, ring: bool = True) -> None:
+        """Wake the workers of ``env_ids`` asleep on their pipes (spinning ones see the requests):
+        one ring of the bell, or (no bell, or ``ring`` False: a wake-up lost) a WAKE message each."""
+        if ring and self.bell is not None and self.lanes.any_sleeping():
+            self.bell.ring()
+        elif self.lanes.any_sleeping():
             for w in self._owners(env_ids):
                 if self.lanes.sleeping(w):
                     self._post(w, Command.WAKE, None)
@@ -164,7 +172,7 @@ class LaneBatches(AsyncBatches):
             if self._watch_workers(nap if remaining is None else min(nap, remaining), wanted):
                 return True
             if not self._any_finished():
-                self._wake_sleepers(np.flatnonzero(self.flying))
+                self._wake_sleepers(np.flatnonzero(self.flying), ring=False)
             nap = nap if self.sleeper is not None else min(2 * nap, PARENT_NAP_MAX_S)
         self.spin.record(time.perf_counter() - start)
         return True
@@ -194,16 +202,23 @@ class LaneBatches(AsyncBatches):
             due &= self.env_laned[env_ids]
         due = due.nonzero()[0]
         if len(due):
-            self._read_infos(env_ids[due].tolist(), talking[due].tolist())
+            self._read_infos(env_ids[due], talking[due])
             dones = self.host.buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
         if self.any_resetting:
             self.resetting[env_ids] = False
             self.any_resetting = bool(np.count_nonzero(self.resetting))
         return self.pop_ready(env_ids, dones)
 
-    def _read_infos(self, env_ids: list[int], talking: list[int]) -> None:
-        """Store the infos of ``env_ids``, reading the messages of those ``talking``."""
-        for i, talks in zip(env_ids, talking):
+    def _read_infos(self, env_ids: np.ndarray, talking: np.ndarray) -> None:
+        """Store the infos of ``env_ids``, reading the messages of those ``talking``; the
+        episode ends with nothing to say are stored together."""
+        quiet = talking == 0
+        if self.bulk_ends:
+            quiet &= ~self.resetting[env_ids]
+            if quiet.any():
+                self._store_ended(env_ids[quiet])
+                env_ids, talking = env_ids[~quiet], talking[~quiet]
+        for i, talks in zip(env_ids.tolist(), talking.tolist()):
             if i in self.infos:  # restarted (its worker failed, maybe just now): flagged already
                 continue
             if not talks:
@@ -212,6 +227,13 @@ class LaneBatches(AsyncBatches):
             message = self._message(i)
             if message is not None:
                 self._store_info(i, *message.outcome.value)
+
+    def _store_ended(self, env_ids: np.ndarray) -> None:
+        """Envs whose episode ended, no message with them: infos from the terminal rows."""
+        for i, info in zip(env_ids.tolist(), terminal_infos(self.host.buffers, env_ids)):
+            if i not in self.infos:  # else restarted: flagged already
+                self.infos[i] = info
+                self.host.reset_infos[i] = {}
 
     def _store_info(self, i: int, info: dict[str, Any], reset_info: dict[str, Any] | None) -> None:
         """Env ``i``'s info, and its reset info after a reset or an episode's end."""

@@ -59,20 +59,26 @@ class AttachSharedRequest(NamedTuple):
     fd: int  # travels by ``send_handle``, after the request
     workers: int = 0  # worker rows of the control block after the buffers (``control.py``); 0: no block
     wake_fd: int | None = None  # the parent's wake fd (``wake_up.py``), sent after ``fd``; None: none
+    bells: tuple[int, ...] | None = None  # the workers' bell (``wake_up.WorkerBell``), sent after those; None: none
 
 
 def send_attach(conn: Connection, request: AttachSharedRequest, pid: int) -> None:
     """Send the request through the pipe, then its file descriptor to process ``pid``."""
-    conn.send((int(Command.ATTACH_SHARED), request._replace(fd=-1, wake_fd=None if request.wake_fd is None else -1)))
+    bells = None if request.bells is None else (-1,) * len(request.bells)  # the fds follow
+    conn.send((int(Command.ATTACH_SHARED),
+               request._replace(fd=-1, wake_fd=None if request.wake_fd is None else -1, bells=bells)))
     send_handle(conn, request.fd, pid)
-    if request.wake_fd is not None:
-        send_handle(conn, request.wake_fd, pid)
+    for fd in (request.wake_fd, *(request.bells or ())):
+        if fd is not None:
+            send_handle(conn, fd, pid)
 
 
 def receive_attach(conn: Connection, request: AttachSharedRequest) -> AttachSharedRequest:
     """The request completed with the file descriptors that follow it."""
     request = request._replace(fd=recv_handle(conn))
-    return request if request.wake_fd is None else request._replace(wake_fd=recv_handle(conn))
+    if request.wake_fd is not None:
+        request = request._replace(wake_fd=recv_handle(conn))
+    return request if request.bells is None else request._replace(bells=tuple(recv_handle(conn) for _ in request.bells))
 
 
 class SharedSliceServer(SliceServer):
@@ -84,6 +90,7 @@ class SharedSliceServer(SliceServer):
         super().__init__(env_fns, first_index)
         self.lanes: WorkerLanes | None = None  # when the actions and the control block are shared
         self._region: mmap.mmap | None = None
+        self.bells: tuple[int, ...] | None = None  # the workers' bell (``wake_up.WorkerBell``), polled asleep
 
     def _attach_shared(self, request: AttachSharedRequest) -> None:
         words = ControlBlock.words(request.n, request.workers) if request.workers else 0
@@ -95,6 +102,7 @@ class SharedSliceServer(SliceServer):
             block = ControlBlock(control, request.n, request.workers)
             waker = None if request.wake_fd is None else Waker(block, request.wake_fd).answered
             self.lanes = WorkerLanes(block, request.worker_index, request.start, stop, waker)
+            self.bells = request.bells
 
     def serve_lanes(self, conn: Connection | None) -> int:
         """Step the envs whose requests are new, answering in their lanes; how many."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Sequence
+from typing import Any
 
 from vec_envs.arguments import check_timeout
 from vec_envs.cpus import available_cpus
@@ -11,13 +12,14 @@ from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.subproc import control, wake_up
 from vec_envs.subproc.control import ControlBlock, ParentLanes
 from vec_envs.subproc.lane_batches import LaneBatches
+from vec_envs.subproc.lane_lock_step import LaneLockStep
 from vec_envs.subproc.main_guard import check_main_guard
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.shared_slice_server import AttachSharedRequest
 from vec_envs.subproc.spin_wait import Spin
-from vec_envs.subproc.wake_up import ParentSleep, WakeFd
+from vec_envs.subproc.wake_up import ParentSleep, WakeFd, WorkerBell
 from vec_envs.subproc.worker_handle import SubprocWorker
-from vec_envs.types import EnvFn
+from vec_envs.types import EnvFn, VecEnvStepReturn
 from vec_envs.workers.async_batches import AsyncBatches
 from vec_envs.workers.protocol import Command
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
@@ -89,6 +91,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self._lanes: ParentLanes | None = None  # the env lanes, with actions and results all shared
         self._wake: WakeFd | None = None  # workers wake the parent sleeping on their answers
         self._sleep: ParentSleep | None = None  # the parent's side of it
+        self._bell: WorkerBell | None = None  # the parent wakes sleeping workers with one ring
+        self._lock_step: LaneLockStep | None = None  # lock-step through the lanes, every worker at once
         if step_in_parent is None:
             step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
                               and resolve_in_series("auto", len(env_fns)) < len(env_fns))
@@ -99,6 +103,10 @@ class SubprocVecEnv(WorkerVecEnv):
                          and workers <= available_cpus())
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
                          max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size)
+        if self._lanes is not None and self._shared_actions is not None and LaneLockStep.fits(self.workers):
+            self._lock_step = LaneLockStep(self._lanes, self.workers, self.messenger, self._shared_actions,
+                                           self.buffers, self.reset_infos, self._spin, self._bell,
+                                           self._sleep)
 
     def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
         with clear_mpi_env_vars():
@@ -119,20 +127,39 @@ class SubprocVecEnv(WorkerVecEnv):
                 self._wake = WakeFd()
                 self._resources.append(self._wake)
                 self._sleep = ParentSleep(self._lanes.block, self._wake)
+            if WorkerBell.supported():
+                self._bell = WorkerBell(self._lanes.block)
+                self._resources.insert(0, self._bell)  # it holds a view: closed before the shared memory
         return self._shared.buffers
 
     def _drop_views(self) -> None:
         super()._drop_views()
-        self._lanes = self._sleep = None
+        self._lanes = self._sleep = self._lock_step = self._bell = None
         for worker in self.workers:
             if isinstance(worker, SubprocWorker):
                 worker.lanes = worker.sleeper = None
+
+    def _step_async(self, actions: Any) -> None:
+        lock_step = self._lock_step
+        if lock_step is not None and lock_step.usable():
+            lock_step.send(actions)
+            return
+        super()._step_async(actions)
+
+    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
+        if self._lock_step is not None and self._lock_step.out:
+            infos = self._lock_step.wait(timeout if timeout is not None else self.timeout)
+            if infos is not None:
+                buffers = self.buffers
+                return self._observations(), buffers.rewards.copy(), buffers.dones.copy(), infos
+        # (no local holds the lock-step object: an error's frames must not keep views of the memory)
+        return super()._step_wait(timeout)
 
     def _make_async_batches(self) -> AsyncBatches:
         if self._lanes is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()
         return LaneBatches(self._batch_host(), self._lanes, self._shared.actions,
-                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep)
+                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep, self._bell)
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
@@ -143,7 +170,8 @@ class SubprocVecEnv(WorkerVecEnv):
             self._lanes.restart(w, worker.first_index, worker.stop)  # a new worker starts from the numbers now
         request = AttachSharedRequest(shared.space, shared.action_space, shared.n, worker.first_index, shared.size,
                                       w, shared.fd, len(self.workers) if self._lanes is not None else 0,
-                                      None if self._wake is None else self._wake.write_fd)
+                                      None if self._wake is None else self._wake.write_fd,
+                                      None if self._bell is None else self._bell.fds)
         self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__", type(None))
         if self._lanes is not None:
             worker.lanes, worker.sleeper = self._lanes, self._sleep

@@ -7,8 +7,10 @@ workers' answers so far plus how many more it needs) and that it sleeps, looks a
 answers once more, and sleeps on a wake fd (an eventfd; a pipe where there is none)
 together with whatever else it watches (worker sentinels, pipes). A worker whose answer
 brings the total there writes to the fd, so the parent wakes once per batch, not once
-per env. It drains the fd when it wakes. (Workers sleep on their pipes: the parent
-wakes one with a WAKE message.)
+per env. It drains the fd when it wakes. The other way round, a worker sleeps on its pipe
+and on a ``WorkerBell`` shared by every worker: the parent rings it once per request,
+however many workers sleep (without an eventfd, and after a nap with no answer, it wakes
+each with a WAKE message through its pipe).
 
 x86-64 may let the parent's "I sleep" store and a worker's answer cross (each process
 loads before the other's store is seen: StoreLoad), and then nobody writes. The parent
@@ -38,8 +40,9 @@ from typing import Any
 
 from vec_envs.subproc.control import ControlBlock, ParentColumn, WorkerColumn
 
-__all__ = ["FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "supported"]
+__all__ = ["BELLS", "FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "WorkerBell", "supported"]
 
+BELLS = 4  # eventfds of the workers' bell, rung in turn
 FALLBACK_S = 0.005  # the longest a parent sleeps between looks (a wake-up lost to StoreLoad)
 _ONE = (1).to_bytes(8, "little")  # what an eventfd write takes (a pipe takes it as well)
 
@@ -99,33 +102,40 @@ class ParentSleep:
     def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float, wanted: int = 1) -> list[Any]:
         """Say so (``wanted``: how many more answers would do), look at ``done()`` once
         more, then sleep; the ``watched`` objects (fds or objects with ``fileno()``) ready."""
+        by_fd = {(w if isinstance(w, int) else w.fileno()): w for w in watched}
+        for fd in by_fd:
+            self._poller.register(fd, select.POLLIN)
+        try:
+            ready = self.sleep_polled(done, self._poller, seconds, wanted)
+        finally:
+            for fd in by_fd:
+                self._poller.unregister(fd)
+        return [by_fd.get(fd, fd) for fd in ready]
+
+    def poller(self, fds: Sequence[int]) -> Any:
+        """A ``select.poll`` on the wake fd and ``fds``, for ``sleep_polled`` (built once, polled often)."""
+        poller = select.poll()
+        for fd in (self.fd.read_fd, *fds):
+            poller.register(fd, select.POLLIN)
+        return poller
+
+    def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, wanted: int = 1) -> list[int]:
+        """``sleep`` on a ``poller`` that watches the wake fd (``poller()``): the other fds ready."""
         self._row[ParentColumn.TARGET] = int(self._answers.sum()) + max(1, wanted)
         self._row[ParentColumn.SLEEPING] = 1  # after the target: a worker that sees it sees the target
         try:
             if done():
                 return []
-            ready = self._poll(watched, min(seconds, FALLBACK_S))
+            events = poller.poll(max(0, int(min(seconds, FALLBACK_S) * 1000 + 0.999)))  # ms, rounded up
         finally:
             self._row[ParentColumn.SLEEPING] = 0
-        if self.fd.read_fd in ready:
+        ready = [fd for fd, _ in events if fd != self.fd.read_fd]
+        if len(ready) < len(events):
             self.fd.drain()
             self.wakes += 1
-            del ready[self.fd.read_fd]
         elif not ready:
             self.naps += 1
-        return list(ready.values())
-
-    def _poll(self, watched: Sequence[Any], seconds: float) -> dict[int, Any]:
-        """Poll the wake fd and ``watched`` for ``seconds``: the ready ones, by fd."""
-        by_fd = {(w if isinstance(w, int) else w.fileno()): w for w in watched}
-        for fd in by_fd:
-            self._poller.register(fd, select.POLLIN)
-        try:
-            events = self._poller.poll(max(0, int(seconds * 1000 + 0.999)))  # ms, rounded up
-        finally:
-            for fd in by_fd:
-                self._poller.unregister(fd)
-        return {fd: by_fd.get(fd, fd) for fd, _ in events}
+        return ready
 
 
 class Waker:
@@ -144,3 +154,54 @@ class Waker:
                 os.write(self.fd, _ONE)
             except BlockingIOError:
                 pass  # full: a wake-up is pending already
+
+
+class WorkerBell:
+    """A few eventfds that the sleeping workers poll with their pipes; the parent rings
+    one with one write for all of them.
+
+    Ring ``r`` (counted in the parent's row, ``ParentColumn.RINGS``) empties fd ``(r + 1) % k``
+    and writes to fd ``r % k``: a worker about to sleep reads the count ``g``, looks at its
+    lanes, and polls fd ``(g + 1) % k``, quiet until the next ring; if that ring came
+    meanwhile, its requests are seen by the look. A worker not yet up after ``k - 1`` more
+    rings misses its wake-up, and the parent's nap (``FALLBACK_S``) WAKEs it instead.
+
+    Example:
+        >>> import numpy as np
+        >>> block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
+        >>> bell = WorkerBell(block)
+        >>> bell.ring(); int(block.parent_row[ParentColumn.RINGS]), _readable(bell.fds[1]), _readable(bell.fds[2])
+        (1, True, False)
+        >>> bell.close()
+    """
+
+    def __init__(self, block: ControlBlock, k: int = BELLS) -> None:
+        self._parent: Any = block.parent_row.data.cast("B").cast("q")
+        self.fds = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(k))
+
+    @staticmethod
+    def supported() -> bool:
+        return hasattr(os, "eventfd")
+
+    def ring(self) -> None:
+        """Wake every worker asleep on the bell (one write, whatever their number)."""
+        rings, k = self._parent[ParentColumn.RINGS] + 1, len(self.fds)
+        try:
+            os.read(self.fds[(rings + 1) % k], 8)  # quiet for the ring after this one, before anyone polls it
+        except BlockingIOError:
+            pass
+        self._parent[ParentColumn.RINGS] = rings  # after the requests: who reads it sees them
+        os.write(self.fds[rings % k], _ONE)
+
+    def close(self) -> None:
+        """Close the descriptors; idempotent."""
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = ()
+        self._parent = None  # a view of the shared memory: it is unmapped once none is left
+
+
+def _readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))

@@ -3,7 +3,8 @@
 Work comes two ways: commands through the pipe (every command; ``protocol.py``), and
 requests in the env lanes of shared memory (``control.py``). The worker spins a while
 looking at both (``spin_wait.py``), then says in its row that it sleeps and sleeps on its
-pipe alone: the parent wakes it with one WAKE message. Nothing in flight, it naps on
+pipe and on the workers' bell: the parent rings the bell once for every sleeping worker
+(``wake_up.WorkerBell``), or, without one, wakes it with a WAKE message. Nothing in flight, it naps on
 nothing: it wakes only for the pipe, or every ``PARENT_CHECK_S`` to see whether its
 parent still lives.
 """
@@ -59,7 +60,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     poller, spinner = pipe_poller(conn), Spin(spin, thrifty)
     try:
         while True:
-            event = _wait_for_work(conn, poller, spinner, parent, server.lanes)
+            event = _wait_for_work(conn, poller, spinner, parent, server.lanes, server.bells)
             if event == _PARENT_GONE:
                 return
             if event == _LANES and server.lanes is not None:
@@ -73,7 +74,8 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
         conn.close()
 
 
-def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes: WorkerLanes | None) -> int:
+def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes: WorkerLanes | None,
+                   bells: tuple[int, ...] | None = None) -> int:
     """Spin, then sleep on the pipe, until envs have new requests (_LANES), a command
     comes (_PIPE), or the parent is gone (_PARENT_GONE)."""
     def event() -> int:  # one look at everything, ~1 us: each spin turn costs this
@@ -84,26 +86,47 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
     start = time.perf_counter()
     found = spin_until(event, spin.budget())
     if not found:
-        found = _sleep_until_work(conn, parent, lanes, event)
+        found = _sleep_until_work(conn, parent, lanes, event, bells)
     spin.record(time.perf_counter() - start)
     return found
 
 
-def _sleep_until_work(conn: Connection, parent: int, lanes: WorkerLanes | None, event: Any) -> int:
-    """Say so in the row, look once more, then sleep on the pipe (a WAKE ends it)."""
+def _sleep_until_work(conn: Connection, parent: int, lanes: WorkerLanes | None, event: Any,
+                      bells: tuple[int, ...] | None = None) -> int:
+    """Say so in the row, look once more, then sleep on the pipe and the bell of the next
+    ring (a ring or a WAKE ends it)."""
     if lanes is not None:
         lanes.set_sleeping(True)
     try:
-        found = event()
-        while not found:
-            if conn.poll(PARENT_CHECK_S):
-                found = _PIPE
-            elif os.getppid() != parent:
+        while True:
+            bell = None if bells is None or lanes is None else bells[(lanes.rings() + 1) % len(bells)]
+            found = event()  # after reading the rings: a request rung already is seen here
+            if found:
+                return found
+            woken = _sleep_on(conn, bell, PARENT_CHECK_S)
+            if woken == _PIPE:
+                return _PIPE
+            if not woken and os.getppid() != parent:
                 return _PARENT_GONE
-        return found
     finally:
         if lanes is not None:
             lanes.set_sleeping(False)
+
+
+def _sleep_on(conn: Connection, bell: int | None, seconds: float) -> int:
+    """Sleep until a command waits in the pipe (_PIPE), ``bell`` rings (_LANES) or
+    ``seconds`` pass (0)."""
+    if bell is None:
+        return _PIPE if conn.poll(seconds) else 0
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    poller.register(bell, select.POLLIN)
+    woken = 0
+    for fd, _ in poller.poll(int(seconds * 1000)):
+        if fd != bell:
+            return _PIPE
+        woken = _LANES
+    return woken
 
 
 def _serve_pipe_command(conn: Connection, server: SharedSliceServer) -> int:

@@ -85,6 +85,7 @@ class AsyncBatches:
         self.queued: dict[int, list[tuple[np.ndarray, Any]]] = {}  # worker -> (envs, actions) waiting
         self.ready: list[int] = []  # envs finished, not yet returned, first finished first
         self.infos: dict[int, Info] = {}  # infos of ready envs known already
+        self._place = np.full(len(host.worker_of), -1, np.int64)  # pop_ready: env -> its place in the batch
 
     # ---------------------------------------------------------------- the hooks
     def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
@@ -134,7 +135,13 @@ class AsyncBatches:
         """Return ``env_ids``, the first of ``ready``, with their rows (``dones`` gathered already)."""
         del self.ready[:len(env_ids)]
         buffers = self.host.buffers
-        infos = [self.infos.pop(i, {}) for i in env_ids.tolist()] if self.infos else [{} for _ in range(len(env_ids))]
+        infos: list[Info] = [{} for _ in range(len(env_ids))]
+        if self.infos:  # a few envs: an info, an episode's end
+            place = self._place
+            place[env_ids] = np.arange(len(env_ids))
+            for i in [i for i in self.infos if place[i] >= 0]:
+                infos[place[i]] = self.infos.pop(i)
+            place[env_ids] = -1
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def in_flight(self) -> list[int]:

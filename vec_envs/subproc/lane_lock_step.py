@@ -1,0 +1,179 @@
+"""LaneLockStep: a lock-step ``step()`` of every worker at once through the env lanes.
+
+The parent writes every action into shared memory and requests every env with one
+number (``control.py``: each worker sees its whole slice requested and answers it
+together), then waits on the whole batch at once: one bytes comparison of the answer
+lanes says every env answered with nothing to say. That common case costs the parent the
+same few NumPy calls whatever the number of workers; the envs whose episode ended get
+their terminal rows with one fancy index. Anything else (an env with an info, a failure,
+a dead or sleeping-too-long worker, a timeout) goes the per-worker way of
+``WorkerVecEnv._step_wait``: each worker's handle is left as if it had been sent its own
+STEP, so that path takes over from where this one stopped.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from vec_envs import SubprocVecEnv
+    >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, in_series=2, step_in_parent=False) as venv:
+    ...     _ = venv.reset()
+    ...     obs, rewards, dones, infos = venv.step([0, 1, 0, 1])
+    ...     kind = type(venv._lock_step).__name__
+    >>> kind, obs.shape, rewards.tolist(), infos
+    ('LaneLockStep', (4, 4), [1.0, 1.0, 1.0, 1.0], [{}, {}, {}, {}])
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc import wake_up
+from vec_envs.subproc.control import ParentLanes, WorkerColumn
+from vec_envs.subproc.spin_wait import Spin, spin_until
+from vec_envs.subproc.wake_up import ParentSleep, WorkerBell
+from vec_envs.subproc.worker_handle import SubprocWorker
+from vec_envs.types import Info
+from vec_envs.workers.messenger import Messenger
+from vec_envs.workers.protocol import Command
+from vec_envs.workers.worker import Worker, WorkerDied
+
+__all__ = ["LaneLockStep", "ended_infos", "terminal_infos"]
+
+
+def terminal_infos(buffers: BatchBuffers, ended: np.ndarray) -> list[Info]:
+    """The infos of the envs ``ended`` whose episode ended with nothing else to say: the
+    terminal observation (gathered with one fancy index) and ``TimeLimit.truncated``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
+        >>> buffers.terminal_obs[1] = [0.5, 0.25]; buffers.time_limit_truncated[1] = True
+        >>> terminal_infos(buffers, np.array([1]))
+        [{'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': True}]
+    """
+    if buffers.time_limit_truncated is None or type(buffers.terminal_obs) is not np.ndarray:
+        raise ValueError("terminal_infos(): the buffers need array terminal rows")
+    rows = buffers.terminal_obs[ended]  # one gather: each info holds a view of this copy
+    return [{"terminal_observation": row, "TimeLimit.truncated": truncated}
+            for row, truncated in zip(rows, buffers.time_limit_truncated[ended].tolist())]
+
+
+def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info]) -> None:
+    """After a batch where no env had anything to say: ``infos[i]`` of each env that ended
+    gets its terminal observation and ``TimeLimit.truncated``, ``reset_infos[i]`` an empty
+    dict (a reset info would have come with a message)."""
+    ended = np.flatnonzero(buffers.dones)
+    if len(ended):
+        for i, info in zip(ended.tolist(), terminal_infos(buffers, ended)):
+            infos[i] = info
+            reset_infos[i] = {}
+
+
+class LaneLockStep:
+    """Every env requested with one number, the batch awaited as a whole (see the module)."""
+
+    def __init__(self, lanes: ParentLanes, workers: list[Worker], messenger: Messenger, actions: np.ndarray,
+                 buffers: BatchBuffers, reset_infos: list[Info], spin: bool, bell: WorkerBell | None = None,
+                 sleeper: ParentSleep | None = None) -> None:
+        self.lanes, self.workers, self.messenger, self.bell, self.sleeper = lanes, workers, messenger, bell, sleeper
+        self.actions, self.buffers, self.reset_infos = actions, buffers, reset_infos
+        self.spin = Spin(spin)
+        self._answers = lanes.block.worker_rows[:, WorkerColumn.ANSWERS]
+        self._answered = lanes.answered
+        self._quiet = b""  # the answer lanes' bytes once every env answered with nothing to say
+        self._target = 0  # the answer count (all workers) that completes the batch
+        self.out = False  # a batch was requested here and not collected yet
+        self._start = self._answers.copy()  # each worker's answers when the batch was requested
+        self._seq = 0  # the batch's number
+        self._polled: list[Worker] = []  # the workers whose sentinels ``_poller`` watches
+        self._poller: Any = None
+        self._fast = (buffers.terminal_obs is None or type(buffers.terminal_obs) is np.ndarray)
+
+    def usable(self) -> bool:
+        """Can the next step go this way (every worker a process with lanes, nothing due)?"""
+        messenger = self.messenger
+        return self._fast and not messenger.awaiting and not messenger._outcomes
+
+    def send(self, actions: Any) -> None:
+        """Write the actions, request every env, wake the workers asleep on their pipes."""
+        self.actions[...] = actions
+        lanes = self.lanes
+        if not lanes.together:
+            lanes.set_together(True)
+        self._start = self._answers.copy()
+        self._target = int(self._start.sum()) + lanes.block.n
+        self._seq = seq = lanes.request(slice(None))
+        self._quiet = (seq << 1).to_bytes(8, "little") * lanes.block.n
+        self.out = True
+        if lanes.any_sleeping():
+            self._wake_sleepers()
+
+    def _hand_over(self) -> None:
+        """Leave each worker's handle (and the messenger) as if it had been sent its own STEP."""
+        awaiting, seq = self.messenger.awaiting, self._seq
+        for worker, count in zip(self.workers, self._start.tolist()):
+            handle: Any = worker
+            handle._lane_target, handle._lane_seq, handle._quiet = count + worker.stop - worker.first_index, seq, False
+            awaiting[worker.index] = Command.STEP
+
+    def _wake_sleepers(self, ring: bool = True) -> None:
+        """One ring of the bell for them all; without one (or ``ring`` False), a WAKE message each."""
+        if ring and self.bell is not None:
+            self.bell.ring()
+            return
+        for worker in self.workers:
+            handle: Any = worker
+            if self.lanes.sleeping(worker.index):
+                try:
+                    handle.wake()
+                except WorkerDied:
+                    pass  # its sentinel says so: the per-worker path reports it
+
+    def _state(self) -> int:
+        """1: every env answered, nothing to say; 2: every worker answered; 0: not yet."""
+        if self._answered.tobytes() == self._quiet:
+            return 1
+        return 2 if int(self._answers.sum()) >= self._target else 0
+
+    def wait(self, timeout: float | None) -> list[Info] | None:
+        """The infos once the batch answered with nothing to say (the rows are in the
+        buffers); None: the per-worker path collects it (messages, failures, a timeout)."""
+        self.out = False
+        start = time.perf_counter()
+        try:
+            state = spin_until(self._state, self.spin.budget())
+            if not state and timeout is None and self.sleeper is not None:
+                state = self._sleep(self.sleeper)
+        except BaseException:  # a Ctrl-C: the per-worker path drains the batch later
+            self._hand_over()
+            raise
+        if state != 1:
+            self._hand_over()
+            return None
+        self.spin.record(time.perf_counter() - start)
+        infos: list[Info] = [{} for _ in range(self.lanes.block.n)]
+        if self.buffers.terminal_obs is not None:
+            ended_infos(self.buffers, infos, self.reset_infos)
+        return infos
+
+    def _sleep(self, sleeper: ParentSleep) -> int:
+        """Sleep until every worker answered (``_state``) or one ended (0: the per-worker
+        path reports it); after a nap with no answer, WAKE those asleep (a wake-up lost)."""
+        if self._polled != self.workers:  # a worker was replaced: watch the new one
+            self._polled = list(self.workers)
+            self._poller = sleeper.poller([w.process.sentinel for w in self.workers if isinstance(w, SubprocWorker)])
+        while True:
+            answers = int(self._answers.sum())
+            if sleeper.sleep_polled(self._state, self._poller, wake_up.FALLBACK_S, max(1, self._target - answers)):
+                return 0
+            state = self._state()
+            if state:
+                return state
+            if int(self._answers.sum()) == answers and self.lanes.any_sleeping():
+                self._wake_sleepers(ring=False)
+
+    @staticmethod
+    def fits(workers: list[Worker]) -> bool:
+        """Are all ``workers`` processes that answer through lanes?"""
+        return all(isinstance(w, SubprocWorker) and w.lanes is not None for w in workers)
