@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.arguments import check_int, check_timeout
+from vec_envs.arguments import check_env_fns, check_int, check_timeout
 from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.cpus import available_cpus
 from vec_envs.errors import EnvWorkerError, VecEnvError
@@ -85,8 +85,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
                  step_in_parent: bool = False, batch_size: int | None = None) -> None:
-        if len(env_fns) == 0:
-            raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
+        env_fns = check_env_fns(env_fns, type(self).__name__, picklable=False)
         check_batch_size(batch_size, len(env_fns), type(self).__name__)  # before any worker starts
         self.restart_policy = RestartPolicy(on_error, check_int("max_restarts", max_restarts, minimum=0))
         self._env_fns = list(env_fns)
