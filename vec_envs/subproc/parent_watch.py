@@ -12,6 +12,7 @@ import os
 import select
 import threading
 import time
+from collections.abc import Callable
 
 __all__ = ["POLL_S", "parent_alive", "watch_parent"]
 
@@ -69,10 +70,8 @@ def _poll_parent(pid: int) -> None:
 def watch_parent(pid: int) -> threading.Thread:
     """Start the daemon thread that ends this process with ``os._exit`` once ``pid`` is gone."""
     pidfd = _open_pidfd(pid)
-    if pidfd is None:
-        target, args = _poll_parent, (pid,)
-    else:
-        target, args = _wait_on_pidfd, (pidfd,)
-    thread = threading.Thread(target=target, args=args, name="vec_envs-parent-watch", daemon=True)
+    target: Callable[[int], None] = _poll_parent if pidfd is None else _wait_on_pidfd
+    thread = threading.Thread(target=target, args=(pid if pidfd is None else pidfd,), name="vec_envs-parent-watch",
+                              daemon=True)
     thread.start()
     return thread
