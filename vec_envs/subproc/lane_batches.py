@@ -263,14 +263,16 @@ class LaneBatches(AsyncBatches):
         self.flag_restarted(np.concatenate([in_flight, waiting]), error)
         self.ready.extend(in_flight.tolist())
 
-    def abort(self) -> None:
-        """After a failed recv: let the envs still stepping finish (or kill their worker)
-        and read every message still due, so the pipes carry replies only again."""
+    def abort(self) -> list[int]:
+        """After a failed recv, or before close: let the envs still stepping finish (or kill
+        their worker) and read every message still due, so the pipes carry replies only
+        again; returns the workers killed."""
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         while self.flying.any() and time.monotonic() < deadline:
             self._scan()
             time.sleep(NAP_MIN_S)
-        for w in np.unique(self.worker_of[self.flying]).tolist():
+        killed = np.unique(self.worker_of[self.flying]).tolist()
+        for w in killed:
             self.host.workers[w].kill()
         for w in np.unique(self.worker_of[self.unread]).tolist():
             try:
@@ -281,6 +283,7 @@ class LaneBatches(AsyncBatches):
         self.flying[:] = self.resetting[:] = self.unread[:] = self.any_resetting = False
         self._forget()
         self.messages.clear()
+        return killed
 
     def _read_one(self, w: int) -> None:
         """Read the next message of worker ``w`` into ``messages`` (a stale one is dropped)."""

@@ -211,9 +211,11 @@ class AsyncBatches:
         for i in env_ids.tolist():
             self.infos[i] = {"env_restarted": True, "error": error}
 
-    def abort(self) -> None:
-        """Before close: nothing to do here (the messenger drains the replies still due)."""
+    def abort(self) -> list[int]:
+        """Before close: nothing to do here (the messenger drains the replies still due);
+        returns the workers it had to kill (none)."""
         self._forget()
+        return []
 
     def _forget(self) -> None:
         """A new round: what the last one left (after an error) is dropped; the messenger

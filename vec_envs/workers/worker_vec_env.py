@@ -305,8 +305,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         failure = None
         try:
             if self._batches is not None:
-                self._batches.abort()  # envs still in flight: let them finish, read what is due
-            late = self.messenger.drain_all(list(self.messenger.awaiting), min(deadline, start + DRAIN_TIMEOUT_S))
+                late = self._batches.abort()  # envs still in flight: let them finish (else killed), read what is due
+            awaiting = [w for w in self.messenger.awaiting if w not in late]
+            late += self.messenger.drain_all(awaiting, min(deadline, start + DRAIN_TIMEOUT_S))
             ws = [w for w in range(len(self.workers)) if w not in late and not self.workers[w].broken]
             closed, failure = close_workers(self.messenger, ws, deadline)
             late += [w for w in ws if w not in closed and w in self.messenger.awaiting]
