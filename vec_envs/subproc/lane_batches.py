@@ -260,6 +260,7 @@ class LaneBatches(AsyncBatches):
         in_flight = envs[self.flying[envs]]
         self.flying[envs] = self.resetting[envs] = False
         waiting = envs[np.isin(envs, np.array(self.ready, np.int64))]
+        self.owe(envs[np.isin(envs, self.host.returned_envs())], error)  # flagged at their send
         self.flag_restarted(np.concatenate([in_flight, waiting]), error)
         self.ready.extend(in_flight.tolist())
 

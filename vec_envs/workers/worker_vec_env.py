@@ -252,6 +252,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self._async_batches.reset(seeds, options)
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        actions, env_ids = self._async_batches.settle_owed(actions, env_ids)  # envs of a replaced worker
         self._async_batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
