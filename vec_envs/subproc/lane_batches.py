@@ -269,11 +269,11 @@ class LaneBatches(AsyncBatches):
         their worker) and read every message still due, so the pipes carry replies only
         again; returns the workers killed."""
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        while self.flying.any() and time.monotonic() < deadline:
+        while self._busy_workers() and time.monotonic() < deadline:
             self._scan()
             time.sleep(NAP_MIN_S)
-        killed = np.unique(self.worker_of[self.flying]).tolist()
-        for w in killed:
+        killed = self._busy_workers()  # a dead worker's envs never finish: not killed by us
+        for w in np.unique(self.worker_of[self.flying]).tolist():
             self.host.workers[w].kill()
         for w in np.unique(self.worker_of[self.unread]).tolist():
             try:
@@ -285,6 +285,13 @@ class LaneBatches(AsyncBatches):
         self._forget()
         self.messages.clear()
         return killed
+
+    def _busy_workers(self) -> list[int]:
+        """The workers with envs in flight whose process still runs."""
+        if not self.flying.any():
+            return []
+        owners = np.unique(self.worker_of[self.flying]).tolist()
+        return [w for w in owners if not self._worker(w).conn.closed and self._process(w).is_alive()]
 
     def _read_one(self, w: int) -> None:
         """Read the next message of worker ``w`` into ``messages`` (a stale one is dropped)."""
