@@ -13,6 +13,8 @@ import time
 import psutil
 import pytest
 
+from vec_envs.subproc.parent_watch import parent_alive
+
 GRACE_S = 5.0  # a worker still there this long after its parent died is a leak
 PARENT = textwrap.dedent('''
     import os
@@ -79,3 +81,17 @@ def test_workers_leave_with_their_parent(tmp_path, context, how, busy):
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)  # leave nothing behind, then fail
     assert survivors == []
+
+
+def test_a_parent_that_died_is_seen_gone_without_a_pidfd():
+    """The watch's fallback (no pidfd): a running process is alive, a zombie or a reaped one is not."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert parent_alive(child.pid)
+        child.kill()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie
+        assert not parent_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not parent_alive(child.pid)
