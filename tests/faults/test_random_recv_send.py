@@ -10,14 +10,14 @@ import signal
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.faulty_envs import BAD_STEP_OUTPUTS, OutputEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import EnvTimeoutError, VecEnvError
 
-N, ROUNDS, LENGTH, HANG_S = 4, 12, 3, 10.0
+N, ROUNDS, LENGTH, HANG_S = 4, 16, 3, 10.0
 #: every error a user may see from bad input or a bad env; anything else is a bug
 DOCUMENTED = (ValueError, TypeError, IndexError, VecEnvError)
 BACKENDS = {
@@ -97,7 +97,15 @@ def examples(draw, backend):
         "bad_sends": draw(st.lists(st.one_of(st.none(), st.sampled_from(BAD_SENDS)), min_size=ROUNDS,
                                    max_size=ROUNDS)),
         "holds": draw(st.lists(st.integers(0, N), min_size=ROUNDS, max_size=ROUNDS)),
+        "park": draw(st.tuples(st.integers(0, N - 1), st.integers(0, LENGTH), st.integers(1, 8))),
     }
+
+
+#: env 1 waits for its send, mid-episode, while env 0 fails (in its worker, with in_series=2), in most runs
+SIBLING_WAITS_THROUGH_A_RESTART = {
+    "batch_size": 1, "on_error": "restart", "bad_env": 0, "plan": ("good", "good", "reward-none"),
+    "timeouts": [None] * ROUNDS, "bad_sends": [None] * ROUNDS, "holds": [0] * ROUNDS, "park": (1, 1, 5),
+}
 
 
 def attempt(call, *args, **kwargs):
@@ -117,12 +125,40 @@ def build(backend, ex):
     return venv
 
 
+class Holder:
+    """Which returned envs each round's send holds back: ``holds[r]`` of those just returned,
+    for one round, and env ``park[0]`` from its row ``park[1]`` on, for ``park[2]`` rounds;
+    never so many that fewer than ``batch_size`` envs stay in flight."""
+
+    def __init__(self, ex, batch_size):
+        self.holds, self.park, self.room = ex["holds"], ex["park"], N - batch_size
+        self.short = []  # held for one round
+        self.parked = None  # (env, the round it goes)
+
+    def returned(self):
+        """The envs held back: returned by recv, waiting for their send."""
+        return self.short + ([] if self.parked is None else [self.parked[0]])
+
+    def sending(self, r, env_ids, traces):
+        """The envs to send in round ``r``; the others are held."""
+        fresh, sending = env_ids.tolist(), self.short
+        if self.parked is not None and r >= self.parked[1]:
+            sending, self.parked = sending + [self.parked[0]], None
+        env, row, rounds = self.park
+        if self.parked is None and self.room and env in fresh and len(traces[env]) - 1 == row:
+            fresh.remove(env)
+            self.parked = (env, r + rounds)
+        keep = max(0, min(self.holds[r], self.room - (self.parked is not None)))
+        self.short = fresh[:keep]
+        return np.array(sending + fresh[keep:], np.int64)
+
+
 def drive(venv, ex):
     """recv/send for ``ROUNDS`` rounds; each env's rows, the envs a restart touched, and
     whether an error ended the round."""
     venv.async_reset()
-    traces, touched, held = [[] for _ in range(N)], set(), np.zeros(0, np.int64)
-    for timeout, bad, hold in zip(ex["timeouts"], ex["bad_sends"], ex["holds"]):
+    traces, touched, holder = [[] for _ in range(N)], set(), Holder(ex, venv.batch_size)
+    for r, (timeout, bad) in enumerate(zip(ex["timeouts"], ex["bad_sends"])):
         got = attempt(venv.recv, timeout=timeout)
         if isinstance(got, EnvTimeoutError) and timeout is not None:
             continue  # a short wait: the envs stay in flight
@@ -135,11 +171,9 @@ def drive(venv, ex):
                 touched.add(i)
             traces[i].append(row(obs[j], rewards[j], dones[j], infos[j]))
         if bad is not None:
-            refused = attempt(venv.send, *bad_send(bad, held.tolist() + env_ids.tolist()))
+            refused = attempt(venv.send, *bad_send(bad, holder.returned() + env_ids.tolist()))
             assert isinstance(refused, (ValueError, TypeError, IndexError)), f"{bad} send: {refused!r}"
-        keep = min(hold, N - venv.batch_size)  # held back from this send: still enough envs in flight
-        sending = np.concatenate([held, env_ids[keep:]])
-        held = env_ids[:keep]
+        sending = holder.sending(r, env_ids, traces)
         if len(sending):
             venv.send(np.array([action(i, len(traces[i]) - 1) for i in sending.tolist()]), sending)
     return traces, touched, None
@@ -168,4 +202,6 @@ def test_random_recv_send_raises_only_documented_errors_and_keeps_trajectories(b
     def check(ex):
         check_example(backend, ex)
 
+    if backend != "dummy":
+        check = example(ex=SIBLING_WAITS_THROUGH_A_RESTART)(check)
     check()
