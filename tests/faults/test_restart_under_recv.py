@@ -11,6 +11,7 @@ import pytest
 
 from tests import backends
 from tests.envs import FaultyEnv, SeededEnv
+from vec_envs.errors import NoAsyncCallError
 
 N, WAIT_S = 4, 30.0
 BACKENDS = [
@@ -73,3 +74,34 @@ def test_after_its_flagged_row_the_env_steps_its_new_episode(make, closing):
     assert "env_restarted" not in info
     assert reward == 1.0
     assert not done
+
+
+def _recv_the_rest(venv):
+    """recv every env still in flight (without sending), so lock-step calls work again."""
+    while True:
+        try:
+            venv.recv(timeout=WAIT_S)
+        except NoAsyncCallError:
+            return
+
+
+@pytest.mark.parametrize("make", BACKENDS)
+def test_a_lock_step_step_after_recv_flags_the_env_that_waited(make, closing):
+    venv = closing(make(_fns("step", failing=0), batch_size=1, on_error="restart"))
+    _drive_holding(venv, held=1)
+    _recv_the_rest(venv)
+    obs, rewards, dones, infos = venv.step(np.zeros(N, np.int64))
+    assert infos[1].get("env_restarted") is True
+    assert dones[1]
+    assert rewards[1] == 0.0
+
+
+@pytest.mark.parametrize("make", BACKENDS)
+def test_a_reset_after_recv_owes_no_flag(make, closing):
+    venv = closing(make(_fns("step", failing=0), batch_size=1, on_error="restart"))
+    _drive_holding(venv, held=1)
+    _recv_the_rest(venv)
+    venv.reset()
+    obs, rewards, dones, infos = venv.step(np.zeros(N, np.int64))
+    assert "env_restarted" not in infos[1]
+    assert not dones[1]

@@ -227,6 +227,15 @@ class AsyncBatches:
         keep = np.flatnonzero(~owed)
         return split_actions(actions, keep), env_ids[keep]
 
+    def flag_owed_rows(self, infos: list[Info]) -> None:
+        """A lock-step step after recv/send: the owed envs' rows of it are flagged (their
+        worker was replaced while they waited), and nothing is owed any more."""
+        for i, error in self.owed.items():
+            self.host.buffers.rewards[i] = 0.0
+            self.host.buffers.dones[i] = True
+            infos[i] = {"env_restarted": True, "error": error}
+        self.owed.clear()
+
     def flag_restarted(self, env_ids: np.ndarray, error: str) -> None:
         buffers = self.host.buffers
         buffers.rewards[env_ids] = 0.0

@@ -192,6 +192,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         return self._finish_pending(lambda: self._reset_wait(timeout))
 
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        if self._batches is not None:
+            self._batches.owed.clear()  # every env starts afresh: nothing is owed
         self._send_reset(seeds, options)
         return self._reset_wait(None)
 
@@ -238,6 +240,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
             store_ended(self.buffers, self.reset_infos, outcomes, self._worker_of, self.workers, infos)
         for w, failure in failed:
             flag_restarted(self.buffers, self.workers[w], self._restart(w, failure, "step"), infos)
+        if self._batches is not None and self._batches.owed:  # restarted while they waited for a send
+            self._batches.flag_owed_rows(infos)
         return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
 
     # ---------------------------------------------------------- asynchronous batches
