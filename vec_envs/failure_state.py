@@ -52,9 +52,10 @@ class FailureState:
         RuntimeError: boom...
         >>> state.broken
         True
-        >>> state.check("step_async")
+        >>> state.check("step")
         Traceback (most recent call last):
-        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.step_async() refused: env 2 raised in step() ...
+        vec_envs.errors.BrokenVecEnvError: DummyVecEnv.step() refused: env 2 raised in step() ...
+        >>> state.check("get_attr")  # env access stays open: it steps nothing
         >>> state.check("reset"); state.clear(); state.broken
         False
     """

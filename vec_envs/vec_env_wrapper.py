@@ -15,6 +15,9 @@ __all__ = ["VecEnvWrapper", "VecEnvObservationWrapper"]
 
 NO_RECV = ("{cls}.{method}(): {cls} does its own work in {where}() but has no {needed}() for "
            "asynchronous batches; use reset()/step(), or give it a {needed}() that follows env_ids")
+NO_RECV_OVER_STEP = ("{cls}.{method}(): {cls} overrides step(), which recv()/send() never call, so its work would "
+                     "be skipped on asynchronous batches; use reset()/step(), or move the work to step_wait() "
+                     "(step_async() for actions) and give {cls} a recv() (send()) that follows env_ids")
 
 
 class VecEnvWrapper(VecEnvBase):
@@ -27,8 +30,9 @@ class VecEnvWrapper(VecEnvBase):
     ``async_reset`` / ``recv`` / ``send`` are forwarded as well. A wrapper with per-env
     state implements ``recv`` following ``env_ids`` (``_take_fresh`` says which rows are
     an env's first after ``async_reset``); one that overrides ``reset`` / ``step_wait``
-    (``step_async``) without ``recv`` (``send``) refuses asynchronous batches with a clear
-    error instead of passing unprocessed rows through.
+    (``step_async``) without ``recv`` (``send``), or ``step`` itself without both, refuses
+    asynchronous batches with a clear error instead of passing unprocessed rows through
+    (checked by ``async_reset``, which every wrapper inherits, and ``recv`` / ``send``).
 
     Example:
         >>> class Doubled(VecEnvWrapper):
@@ -99,7 +103,9 @@ class VecEnvWrapper(VecEnvBase):
         """NotImplementedError when this class does work in reset / step_wait (step_async)
         that its recv (send) would skip: one defined higher up its class chain."""
         depth = {name: _definer_depth(type(self), name)
-                 for name in ("reset", "step_wait", "step_async", "recv", "send")}
+                 for name in ("reset", "step", "step_wait", "step_async", "recv", "send")}
+        if depth["step"] < min(depth["recv"], depth["send"]):  # recv/send reach neither step_wait nor step
+            raise NotImplementedError(NO_RECV_OVER_STEP.format(cls=type(self).__name__, method=method))
         for work, needed in (("reset", "recv"), ("step_wait", "recv"), ("step_async", "send")):
             if depth[work] < depth[needed]:
                 raise NotImplementedError(NO_RECV.format(cls=type(self).__name__, method=method,

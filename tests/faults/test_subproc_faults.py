@@ -230,7 +230,7 @@ def test_lane_step_failures_are_reported(fault, how):
 
 
 def test_lane_step_hang_times_out_and_restart_recovers():
-    venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=True, timeout=1.0)
+    venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=False, timeout=1.0)
     assert venv.workers[0].lanes is not None
     venv.reset()
     err = step_until_error(venv, SECONDS)

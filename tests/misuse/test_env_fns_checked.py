@@ -12,12 +12,11 @@ from tests import backends
 from tests.envs import SeededEnv
 from vec_envs import make_vec_env
 
-CHECKED_BY_SUBPROC = pytest.mark.xfail(strict=True, reason="env_fns checked by SubprocVecEnv's constructor")
 BACKENDS = [
     pytest.param(backends.dummy, id="dummy"),
-    pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1", marks=CHECKED_BY_SUBPROC),
-    pytest.param(functools.partial(backends.subproc, in_series="auto"), id="subproc-auto",
-                 marks=CHECKED_BY_SUBPROC),
+    pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
+    pytest.param(functools.partial(backends.subproc, in_series="auto"), id="subproc-auto"),
+    pytest.param(functools.partial(backends.subproc, in_series=1, shared_memory=False), id="subproc-pipes"),
     pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.needs_ray),
 ]
 PROCESS_BACKENDS = [param for param in BACKENDS if param.id != "dummy"]

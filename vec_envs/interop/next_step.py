@@ -104,9 +104,11 @@ class NextStepStepper:
         return copy_obs(self.obs), rewards, terminations, truncations, infos
 
     def _hold(self, i: int, reset_obs: Any, info: Info) -> Info:
-        """Env ``i`` ended its episode: write its last obs, keep its reset for the next step."""
+        """Env ``i`` ended its episode: write its last obs, keep its reset for the next step.
+        An env whose worker was replaced has none: its row keeps its last known obs."""
         info = dict(info)
-        self.write(i, info.pop("terminal_observation"))
+        if "terminal_observation" in info:
+            self.write(i, info.pop("terminal_observation"))
         self.reset_obs[i] = copy_obs(reset_obs)
         self.reset_info[i] = dict(self.venv.reset_infos[i])
         self.held[i] = True

@@ -36,7 +36,11 @@ class GymnasiumVectorEnv(VectorEnv):
     - ``AutoresetMode.NEXT_STEP``: an env whose episode ended returns its last observation
       and info; at the next step its action is ignored and it returns the new episode's
       first observation, reward 0, flags False and the reset's info. Every gymnasium
-      vector wrapper accepts it. It steps the VecEnv through ``send`` / ``recv`` (an env
+      vector wrapper accepts it. An env whose worker was replaced (``on_error="restart"``) ends
+      its episode too, terminated, with ``env_restarted`` and ``error`` in its info:
+      same-step, with the new episode's first observation and no ``final_obs`` /
+      ``final_info`` (their masks False: nothing survived the worker); next-step, with its
+      last known observation, then its reset at the next step. It steps the VecEnv through ``send`` / ``recv`` (an env
       is left out of the step after its episode ends), so the VecEnv needs ``batch_size=1``.
 
     Rewards keep the VecEnv's float32.
@@ -100,6 +104,9 @@ class GymnasiumVectorEnv(VectorEnv):
         truncations = np.zeros(self.num_envs, np.bool_)
         batched: dict[str, Any] = {}
         for i in np.flatnonzero(dones):
+            if infos[i].get("env_restarted"):  # its worker was replaced: no final observation survived it
+                infos[i] = {**self.venv.reset_infos[i], **infos[i]}
+                continue
             final_info = dict(infos[i])
             final_obs = final_info.pop("terminal_observation", None)
             truncations[i] = final_info.pop("TimeLimit.truncated", False)

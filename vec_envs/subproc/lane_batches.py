@@ -282,16 +282,19 @@ class LaneBatches(AsyncBatches):
         in_flight = envs[self.flying[envs]]
         self.flying[envs] = self.resetting[envs] = False
         waiting = envs[np.isin(envs, np.array(self.ready, np.int64))]
+        self.owe(envs[np.isin(envs, self.host.returned_envs())], error)  # flagged at their send
         self.flag_restarted(np.concatenate([in_flight, waiting]), error)
         self.ready.extend(in_flight.tolist())
 
-    def abort(self) -> None:
-        """After a failed recv: let the envs still stepping finish (or kill their worker)
-        and read every message still due, so the pipes carry replies only again."""
+    def abort(self) -> list[int]:
+        """After a failed recv, or before close: let the envs still stepping finish (or kill
+        their worker) and read every message still due, so the pipes carry replies only
+        again; returns the workers killed."""
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        while self.flying.any() and time.monotonic() < deadline:
+        while self._busy_workers() and time.monotonic() < deadline:
             self._scan()
             time.sleep(NAP_MIN_S)
+        killed = self._busy_workers()  # a dead worker's envs never finish: not killed by us
         for w in np.unique(self.worker_of[self.flying]).tolist():
             self.host.workers[w].kill()
         for w in np.unique(self.worker_of[self.unread]).tolist():
@@ -303,6 +306,14 @@ class LaneBatches(AsyncBatches):
         self.flying[:] = self.resetting[:] = self.unread[:] = self.any_resetting = False
         self._forget()
         self.messages.clear()
+        return killed
+
+    def _busy_workers(self) -> list[int]:
+        """The workers with envs in flight whose process still runs."""
+        if not self.flying.any():
+            return []
+        owners = np.unique(self.worker_of[self.flying]).tolist()
+        return [w for w in owners if not self._worker(w).conn.closed and self._process(w).is_alive()]
 
     def _read_one(self, w: int) -> None:
         """Read the next message of worker ``w`` into ``messages`` (a stale one is dropped)."""

@@ -5,7 +5,7 @@ import multiprocessing as mp
 from collections.abc import Sequence
 from typing import Any
 
-from vec_envs.arguments import check_timeout
+from vec_envs.arguments import check_env_fns, check_timeout
 from vec_envs.cpus import available_cpus
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
@@ -25,6 +25,11 @@ from vec_envs.workers.protocol import Command
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
+
+STEP_IN_PARENT_WITH_TIMEOUT = (
+    "SubprocVecEnv: step_in_parent=True cannot be combined with timeout={timeout!r}: an env stepped in the "
+    "parent cannot be interrupted, so a wait could run past its timeout. Pass step_in_parent=False (every env "
+    "in a worker) to keep the timeout, or timeout=None")
 
 
 def default_start_method() -> str:
@@ -53,7 +58,8 @@ class SubprocVecEnv(WorkerVecEnv):
             then report ``done=True`` and ``infos[i]["env_restarted"] = True``.
         max_restarts: restarts allowed over the life of the VecEnv before raising.
         step_in_parent: the parent steps the last slice itself while the workers step
-            theirs (one process per core, none idle). Default: on for
+            theirs (one process per core, none idle); refused with a ``timeout`` (an env
+            stepped in the parent cannot be interrupted by one). Default: on for
             ``in_series="auto"`` without a timeout (an env stepped in the parent cannot be
             interrupted by one) and without a ``batch_size`` below ``num_envs`` (the parent's
             time then goes to the agent).
@@ -78,7 +84,10 @@ class SubprocVecEnv(WorkerVecEnv):
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
                  on_error: str = "raise", max_restarts: int = 10, step_in_parent: bool | None = None,
                  batch_size: int | None = None) -> None:
+        env_fns = check_env_fns(env_fns, "SubprocVecEnv", picklable=True)
         timeout = check_timeout(timeout)  # read below, before WorkerVecEnv checks the rest
+        if step_in_parent and timeout is not None:
+            raise ValueError(STEP_IN_PARENT_WITH_TIMEOUT.format(timeout=timeout))
         method = context or default_start_method()
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
@@ -150,8 +159,7 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._lock_step is not None and self._lock_step.out:
             infos = self._lock_step.wait(timeout if timeout is not None else self.timeout)
             if infos is not None:
-                buffers = self.buffers
-                return self._observations(), buffers.rewards.copy(), buffers.dones.copy(), infos
+                return self._step_result(infos)
         # (no local holds the lock-step object: an error's frames must not keep views of the memory)
         return super()._step_wait(timeout)
 

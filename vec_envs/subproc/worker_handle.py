@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import signal
 import threading
 import time
@@ -104,7 +105,7 @@ class SubprocWorker(Worker):
         self.process = ctx.Process(  # type: ignore[attr-defined]
             target=worker_main, name=f"vec_envs-worker-{index}", daemon=True,
             args=(child_conn, CloudpickleWrapper(list(env_fns)), first_index, use_pdeathsig, spin, self._running,
-                  thrifty),
+                  thrifty, os.getpid()),
         )
         with _sigint_blocked():  # a Ctrl-C now must not kill the worker while it starts
             self.process.start()

@@ -23,6 +23,7 @@ from typing import Any
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.control import WorkerLanes
 from vec_envs.subproc.lane_serving import serve_requests
+from vec_envs.subproc.parent_watch import watch_parent
 from vec_envs.subproc.shared_slice_server import SharedSliceServer, receive_attach
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.unpicklable import unpicklable_reply
@@ -44,16 +45,17 @@ def pipe_poller(conn: Connection) -> Any:
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
-                spin: bool = False, running: Any = None, thrifty: bool = False) -> None:
-    """Serve commands and lane requests until CLOSE, or until the parent is gone; keep
-    ``running`` (a shared int) at 1 + the env being called, so the parent can name it
-    should this process die."""
+                spin: bool = False, running: Any = None, thrifty: bool = False, parent_pid: int = 0) -> None:
+    """Serve commands and lane requests until CLOSE, or until the parent (``parent_pid``,
+    the VecEnv's process) is gone; keep ``running`` (a shared int) at 1 + the env being
+    called, so the parent can name it should this process die."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked since start()
     parent = os.getppid()
     if use_pdeathsig:
         _die_with_parent()
+    watch_parent(parent_pid or parent)  # whatever the start method, even inside env.step
     server = SharedSliceServer(env_fns.x, first_index)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))

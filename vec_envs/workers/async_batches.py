@@ -86,6 +86,7 @@ class AsyncBatches:
         self.ready: list[int] = []  # envs finished, not yet returned, first finished first
         self.infos: dict[int, Info] = {}  # infos of ready envs known already
         self._place = np.full(len(host.worker_of), -1, np.int64)  # pop_ready: env -> its place in the batch
+        self.owed: dict[int, str] = {}  # env -> error: returned by recv when its worker was replaced
 
     # ---------------------------------------------------------------- the hooks
     def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
@@ -207,9 +208,40 @@ class AsyncBatches:
         lost = [ids for ids, _ in self.queued.pop(w, [])]
         lost.append(np.arange(worker.first_index, worker.stop))
         env_ids = np.unique(np.concatenate(lost))
-        env_ids = env_ids[~np.isin(env_ids, self.host.returned_envs())]  # those await their send
+        waiting = np.isin(env_ids, self.host.returned_envs())  # flagged at their send
+        self.owe(env_ids[waiting], error)
+        env_ids = env_ids[~waiting]
         self.flag_restarted(env_ids, error)
         self.ready.extend(i for i in env_ids.tolist() if i not in self.ready)
+
+    def owe(self, env_ids: np.ndarray, error: str) -> None:
+        """``env_ids`` wait for their send while their worker was replaced: their next row
+        is flagged as restarted, as lock-step flags every env of the worker."""
+        for i in env_ids.tolist():
+            self.owed[i] = error
+
+    def settle_owed(self, actions: Any, env_ids: np.ndarray) -> tuple[Any, np.ndarray]:
+        """Make the owed envs of a ``send`` ready at once, flagged (their actions are
+        dropped: the new worker reset them); returns the actions and envs left to send."""
+        if not self.owed:
+            return actions, env_ids
+        owed = np.array([i in self.owed for i in env_ids.tolist()], np.bool_)
+        if not owed.any():
+            return actions, env_ids
+        for i in env_ids[owed].tolist():
+            self.flag_restarted(np.array([i]), self.owed.pop(i))
+            self.ready.append(i)
+        keep = np.flatnonzero(~owed)
+        return split_actions(actions, keep), env_ids[keep]
+
+    def flag_owed_rows(self, infos: list[Info]) -> None:
+        """A lock-step step after recv/send: the owed envs' rows of it are flagged (their
+        worker was replaced while they waited), and nothing is owed any more."""
+        for i, error in self.owed.items():
+            self.host.buffers.rewards[i] = 0.0
+            self.host.buffers.dones[i] = True
+            infos[i] = {"env_restarted": True, "error": error}
+        self.owed.clear()
 
     def flag_restarted(self, env_ids: np.ndarray, error: str) -> None:
         buffers = self.host.buffers
@@ -218,9 +250,11 @@ class AsyncBatches:
         for i in env_ids.tolist():
             self.infos[i] = {"env_restarted": True, "error": error}
 
-    def abort(self) -> None:
-        """Before close: nothing to do here (the messenger drains the replies still due)."""
+    def abort(self) -> list[int]:
+        """Before close: nothing to do here (the messenger drains the replies still due);
+        returns the workers it had to kill (none)."""
         self._forget()
+        return []
 
     def _forget(self) -> None:
         """A new round: what the last one left (after an error) is dropped; the messenger
@@ -229,6 +263,7 @@ class AsyncBatches:
         self.queued.clear()
         self.ready.clear()
         self.infos.clear()
+        self.owed.clear()
 
 
 def _join(parts: list[Any]) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.arguments import check_int, check_timeout
+from vec_envs.arguments import check_env_fns, check_int, check_timeout
 from vec_envs.async_envs import EnvStatus, check_batch_size
 from vec_envs.cpus import available_cpus
 from vec_envs.errors import EnvWorkerError, VecEnvError
@@ -85,8 +85,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
                  step_in_parent: bool = False, batch_size: int | None = None) -> None:
-        if len(env_fns) == 0:
-            raise ValueError(f"{type(self).__name__}: env_fns is empty (expected at least one env factory)")
+        env_fns = check_env_fns(env_fns, type(self).__name__, picklable=False)
         check_batch_size(batch_size, len(env_fns), type(self).__name__)  # before any worker starts
         self.restart_policy = RestartPolicy(on_error, check_int("max_restarts", max_restarts, minimum=0))
         self._env_fns = list(env_fns)
@@ -193,6 +192,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         return self._finish_pending(lambda: self._reset_wait(timeout))
 
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
+        if self._batches is not None:
+            self._batches.owed.clear()  # every env starts afresh: nothing is owed
         self._send_reset(seeds, options)
         return self._reset_wait(None)
 
@@ -239,6 +240,13 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
             store_ended(self.buffers, self.reset_infos, outcomes, self._worker_of, self.workers, infos)
         for w, failure in failed:
             flag_restarted(self.buffers, self.workers[w], self._restart(w, failure, "step"), infos)
+        return self._step_result(infos)
+
+    def _step_result(self, infos: list[dict[str, Any]]) -> VecEnvStepReturn:
+        """The step's return, the rows in the buffers; the envs of a worker replaced while they
+        waited for their ``send`` get flagged rows."""
+        if self._batches is not None and self._batches.owed:
+            self._batches.flag_owed_rows(infos)
         return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
 
     # ---------------------------------------------------------- asynchronous batches
@@ -253,6 +261,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self._async_batches.reset(seeds, options)
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
+        actions, env_ids = self._async_batches.settle_owed(actions, env_ids)  # envs of a replaced worker
         self._async_batches.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
@@ -306,8 +315,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         failure = None
         try:
             if self._batches is not None:
-                self._batches.abort()  # envs still in flight: let them finish, read what is due
-            late = self.messenger.drain_all(list(self.messenger.awaiting), min(deadline, start + DRAIN_TIMEOUT_S))
+                late = self._batches.abort()  # envs still in flight: let them finish (else killed), read what is due
+            awaiting = [w for w in self.messenger.awaiting if w not in late]
+            late += self.messenger.drain_all(awaiting, min(deadline, start + DRAIN_TIMEOUT_S))
             ws = [w for w in range(len(self.workers)) if w not in late and not self.workers[w].broken]
             closed, failure = close_workers(self.messenger, ws, deadline)
             late += [w for w in ws if w not in closed and w in self.messenger.awaiting]
