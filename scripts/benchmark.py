@@ -10,6 +10,7 @@
     python scripts/benchmark.py ray                       # RayVecEnv against SubprocVecEnv
     python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
     python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
+    python scripts/benchmark.py step-path                 # the files and functions one SubprocVecEnv.step() runs
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -35,6 +36,7 @@ from bench.micro import (
 )
 from bench.multiagent import MultiagentArgs, run_multiagent
 from bench.overhead import OverheadArgs, run_overhead
+from bench.step_path import StepPathArgs, run_step_path
 from bench.suite import WorkloadsArgs, run_workloads
 
 from vec_envs.cli.args import parse_subcommands
@@ -48,6 +50,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "ray": (RayArgs, run_ray),
     "agent-pause": (AgentPauseArgs, run_agent_pause),
     "multiagent": (MultiagentArgs, run_multiagent),
+    "step-path": (StepPathArgs, run_step_path),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),
