@@ -109,6 +109,13 @@ class LaneLockStep:
         if lanes.any_sleeping():
             self._wake_sleepers()
 
+    def give_up(self) -> None:
+        """A batch still out goes to the per-worker path (``close()`` before ``step_wait``):
+        every worker owes its STEP there, drained or killed as any late reply."""
+        if self.out:
+            self.out = False
+            self._hand_over()
+
     def _hand_over(self) -> None:
         """Leave each worker's handle (and the messenger) as if it had been sent its own STEP."""
         awaiting, seq = self.messenger.awaiting, self._seq

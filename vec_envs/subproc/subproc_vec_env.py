@@ -163,6 +163,11 @@ class SubprocVecEnv(WorkerVecEnv):
         # (no local holds the lock-step object: an error's frames must not keep views of the memory)
         return super()._step_wait(timeout)
 
+    def close_extras(self) -> None:
+        if self._lock_step is not None:
+            self._lock_step.give_up()  # a step_async never waited for: its workers are busy
+        super().close_extras()
+
     def _make_async_batches(self) -> AsyncBatches:
         if self._lanes is None or self._shared is None or self._shared.actions is None:
             return super()._make_async_batches()

@@ -197,6 +197,8 @@ class SubprocWorker(Worker):
 
     def recv_message(self) -> list[EnvMessage]:
         """The next lane message through the pipe, waiting for it (WorkerDied if the worker is gone)."""
+        if self.conn.closed:  # killed by this process: nothing more comes
+            raise WorkerDied("was stopped")
         try:
             return self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
