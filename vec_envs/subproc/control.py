@@ -143,8 +143,9 @@ class ParentLanes:
         """Is worker ``w`` asleep on its pipe (so a request waits for a WAKE)?"""
         return bool(self._rows[w][WorkerColumn.SLEEPING])
 
-    def any_sleeping(self) -> bool:
-        return bool(np.count_nonzero(self._sleeping))
+    def any_sleeping(self, workers: np.ndarray | None = None) -> bool:
+        """Is any worker (of ``workers``, indices that may repeat) asleep on its pipe?"""
+        return bool(np.count_nonzero(self._sleeping if workers is None else self._sleeping[workers]))
 
     def set_together(self, together: bool) -> None:
         """Lock-step (True): a worker whose whole slice is requested answers it at once."""
@@ -168,6 +169,8 @@ class WorkerLanes:
         self.first = first
         self.seen = self.requested.copy()  # the last request taken, per env
         self._first_requested = _int_words(block.requested[first:first + 1])
+        self._requested_words, self._answered_words = _int_words(self.requested), _int_words(self.answered)
+        self._seen_words = _int_words(self.seen)
         self._row = _int_words(block.worker_rows[w])
         self._parent = _int_words(block.parent_row)
 
@@ -189,8 +192,7 @@ class WorkerLanes:
 
     def take(self, k: int) -> int:
         """Take env ``k``'s request: its sequence number."""
-        seq = int(self.requested[k])
-        self.seen[k] = seq
+        seq = self._seen_words[k] = self._requested_words[k]
         return seq
 
     def take_whole(self) -> int:
@@ -208,7 +210,7 @@ class WorkerLanes:
 
     def answer(self, k: int, seq: int, has_message: bool) -> None:
         """Env ``k`` finished request ``seq``; its message, if any, is sent already."""
-        self.answered[k] = seq << 1 | int(has_message)
+        self._answered_words[k] = seq << 1 | has_message
         self._row[WorkerColumn.ANSWERS] += 1
         if self._waker is not None:
             self._waker()

@@ -63,7 +63,7 @@ def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info
     """After a batch where no env had anything to say: ``infos[i]`` of each env that ended
     gets its terminal observation and ``TimeLimit.truncated``, ``reset_infos[i]`` an empty
     dict (a reset info would have come with a message)."""
-    ended = np.flatnonzero(buffers.dones)
+    ended = buffers.dones.nonzero()[0]
     if len(ended):
         for i, info in zip(ended.tolist(), terminal_infos(buffers, ended)):
             infos[i] = info

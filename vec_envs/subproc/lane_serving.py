@@ -67,7 +67,20 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
 
 def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seq: int) -> None:
     """Step the whole slice in one call; one message for the envs with something to say."""
-    messages = _slice_messages(lanes.first, seq, len(lanes.seen), server.handle(Command.STEP, None))
+    envs = server.slice
+    if envs is not None and server.startup_failure is None:  # the usual case, without a reply built
+        try:
+            infos = envs.step(server.shared_actions.copy())
+        except Exception as exc:
+            outcome = Outcome(False, WorkerFailure.from_exception(exc, "step"))
+        else:
+            if not any(infos) and not any(envs.reset_infos[k] for k in envs.ended(infos)):
+                lanes.answer_all(seq)
+                return
+            outcome = Outcome(True, server.step_reply(infos))
+    else:
+        outcome = server.handle(Command.STEP, None)
+    messages = _slice_messages(lanes.first, seq, len(lanes.seen), outcome)
     if not messages:
         lanes.answer_all(seq)
         return

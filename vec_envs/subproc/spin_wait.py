@@ -57,14 +57,18 @@ class Spin:
 
     def budget(self) -> float:
         """Seconds to poll before sleeping (0 when spinning is off)."""
+        if not self.enabled:
+            return 0.0
         if self._unlearnt:
             self._learn()
-        return self._budget if self.enabled else 0.0
+        return self._budget
 
     def record(self, waited: float) -> None:
         """Note one wait (seconds from starting to wait until the message came). The next
         ``budget()`` learns from it: a process records just as its work arrives, and
-        learns once it waits again, when nothing waits for it."""
+        learns once it waits again, when nothing waits for it; nothing when spinning is off."""
+        if not self.enabled:
+            return
         self._unlearnt.append(waited)
         if len(self._unlearnt) >= _MAX_UNLEARNT:  # nobody asked for a budget in a while
             self._learn()

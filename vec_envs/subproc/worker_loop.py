@@ -59,10 +59,10 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     server = SharedSliceServer(env_fns.x, first_index)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))
-    poller, spinner = pipe_poller(conn), Spin(spin, thrifty)
+    poller, spinner, sleeper = pipe_poller(conn), Spin(spin, thrifty), Sleeper(conn)
     try:
         while True:
-            event = _wait_for_work(conn, poller, spinner, parent, server.lanes, server.bells)
+            event = _wait_for_work(conn, poller, spinner, parent, server.lanes, sleeper.bells(server.bells))
             if event == _PARENT_GONE:
                 return
             if event == _LANES and server.lanes is not None:
@@ -77,7 +77,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes: WorkerLanes | None,
-                   bells: tuple[int, ...] | None = None) -> int:
+                   bells: Sleeper) -> int:
     """Spin, then sleep on the pipe, until envs have new requests (_LANES), a command
     comes (_PIPE), or the parent is gone (_PARENT_GONE)."""
     def event() -> int:  # one look at everything, ~1 us: each spin turn costs this
@@ -85,27 +85,68 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
             return _LANES
         return _PIPE if poller is None or poller.poll(0) else 0
 
+    if not spin.enabled:  # nothing to learn: look, then sleep
+        return event() or _sleep_until_work(parent, lanes, event, bells)
     start = time.perf_counter()
-    found = spin_until(event, spin.budget())
-    if not found:
-        found = _sleep_until_work(conn, parent, lanes, event, bells)
+    found = spin_until(event, spin.budget()) or _sleep_until_work(parent, lanes, event, bells)
     spin.record(time.perf_counter() - start)
     return found
 
 
-def _sleep_until_work(conn: Connection, parent: int, lanes: WorkerLanes | None, event: Any,
-                      bells: tuple[int, ...] | None = None) -> int:
+class Sleeper:
+    """Where a worker sleeps: its pipe alone, or its pipe and the workers' bell of the next
+    ring (``wake_up.WorkerBell``), with one reusable ``select.poll`` per bell."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._fds: tuple[int, ...] | None = None
+        self._pollers: list[Any] = []
+
+    def bells(self, fds: tuple[int, ...] | None) -> Sleeper:
+        """Sleep on these bells from now on (the attach sends them after the first commands)."""
+        if fds != self._fds:
+            self._fds, self._pollers = fds, [_poller(self.conn, fd) for fd in fds or ()]
+        return self
+
+    def next_ring(self, lanes: WorkerLanes | None) -> Any:
+        """The poller on the pipe and the bell the next ring will ring (None: the pipe
+        alone). Read before the last look at the lanes: a ring after that look rings it."""
+        if lanes is None or not self._pollers:
+            return None
+        return self._pollers[(lanes.rings() + 1) % len(self._pollers)]
+
+    def sleep(self, poller: Any, seconds: float) -> int:
+        """Sleep on ``poller`` (``next_ring``) until a command waits in the pipe (_PIPE),
+        its bell rings (_LANES) or ``seconds`` pass (0)."""
+        if poller is None:
+            return _PIPE if self.conn.poll(seconds) else 0
+        woken = 0
+        for fd, _ in poller.poll(int(seconds * 1000)):
+            if fd == self.conn.fileno():
+                return _PIPE
+            woken = _LANES
+        return woken
+
+
+def _poller(conn: Connection, bell: int) -> Any:
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    poller.register(bell, select.POLLIN)
+    return poller
+
+
+def _sleep_until_work(parent: int, lanes: WorkerLanes | None, event: Any, sleeper: Sleeper) -> int:
     """Say so in the row, look once more, then sleep on the pipe and the bell of the next
     ring (a ring or a WAKE ends it)."""
     if lanes is not None:
         lanes.set_sleeping(True)
     try:
         while True:
-            bell = None if bells is None or lanes is None else bells[(lanes.rings() + 1) % len(bells)]
+            poller = sleeper.next_ring(lanes)
             found = event()  # after reading the rings: a request rung already is seen here
             if found:
                 return found
-            woken = _sleep_on(conn, bell, PARENT_CHECK_S)
+            woken = sleeper.sleep(poller, PARENT_CHECK_S)
             if woken == _PIPE:
                 return _PIPE
             if not woken and os.getppid() != parent:
@@ -113,22 +154,6 @@ def _sleep_until_work(conn: Connection, parent: int, lanes: WorkerLanes | None, 
     finally:
         if lanes is not None:
             lanes.set_sleeping(False)
-
-
-def _sleep_on(conn: Connection, bell: int | None, seconds: float) -> int:
-    """Sleep until a command waits in the pipe (_PIPE), ``bell`` rings (_LANES) or
-    ``seconds`` pass (0)."""
-    if bell is None:
-        return _PIPE if conn.poll(seconds) else 0
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN)
-    poller.register(bell, select.POLLIN)
-    woken = 0
-    for fd, _ in poller.poll(int(seconds * 1000)):
-        if fd != bell:
-            return _PIPE
-        woken = _LANES
-    return woken
 
 
 def _serve_pipe_command(conn: Connection, server: SharedSliceServer) -> int:

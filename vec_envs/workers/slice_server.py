@@ -23,7 +23,7 @@ import numpy as np
 
 from vec_envs.spaces.batching import BatchBuffers, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
-from vec_envs.types import EnvFn
+from vec_envs.types import EnvFn, Info
 from vec_envs.workers.protocol import (
     Arrays,
     Command,
@@ -136,7 +136,11 @@ class SliceServer:
         envs = self.envs
         if actions is None:  # the transport wrote them where we read them (attach)
             actions = self._actions.copy()
-        infos = envs.step(actions)
+        return self.step_reply(envs.step(actions))
+
+    def step_reply(self, infos: list[Info]) -> StepReply:
+        """The reply to a step of the whole slice that returned ``infos``."""
+        envs = self.envs
         ended = envs.ended(infos)
         if not ended and not any(infos):  # the usual step: nothing to say
             return StepReply({}, {}, self._arrays())
