@@ -10,6 +10,10 @@ a dead or sleeping-too-long worker, a timeout) goes the per-worker way of
 ``WorkerVecEnv._step_wait``: each worker's handle is left as if it had been sent its own
 STEP, so that path takes over from where this one stopped.
 
+With ``step_in_parent`` the last slice is the parent's own (a ``LocalWorker``, no lanes):
+the parent steps it into the shared rows while the workers step theirs, then waits for
+their lanes; its outcome joins the per-worker path when it has something to say.
+
 Example:
     >>> import gymnasium as gym
     >>> from vec_envs import SubprocVecEnv
@@ -34,8 +38,9 @@ from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.wake_up import ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import SubprocWorker
 from vec_envs.types import Info
+from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import Messenger
-from vec_envs.workers.protocol import Command
+from vec_envs.workers.protocol import Command, Outcome
 from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["LaneLockStep", "ended_infos", "terminal_infos"]
@@ -79,8 +84,11 @@ class LaneLockStep:
         self.lanes, self.workers, self.messenger, self.bell, self.sleeper = lanes, workers, messenger, bell, sleeper
         self.actions, self.buffers, self.reset_infos = actions, buffers, reset_infos
         self.spin = Spin(spin)
+        self.local = workers[-1] if isinstance(workers[-1], LocalWorker) else None  # the parent's own slice
+        self._laned = lanes.block.n if self.local is None else self.local.first_index  # envs 0:_laned have lanes
+        self._local_outcome: Outcome | None = None  # the parent's own slice, stepped for the batch out
         self._answers = lanes.block.worker_rows[:, WorkerColumn.ANSWERS]
-        self._answered = lanes.answered
+        self._answered = lanes.answered[:self._laned]
         self._quiet = b""  # the answer lanes' bytes once every env answered with nothing to say
         self._target = 0  # the answer count (all workers) that completes the batch
         self.out = False  # a batch was requested here and not collected yet
@@ -93,7 +101,7 @@ class LaneLockStep:
     def usable(self) -> bool:
         """Can the next step go this way (every worker a process with lanes, nothing due)?"""
         messenger = self.messenger
-        return self._fast and not messenger.awaiting and not messenger._outcomes
+        return self._fast and messenger.idle()
 
     def send(self, actions: Any) -> None:
         """Write the actions, request every env, wake the workers asleep on their pipes."""
@@ -102,9 +110,9 @@ class LaneLockStep:
         if not lanes.together:
             lanes.set_together(True)
         self._start = self._answers.copy()
-        self._target = int(self._start.sum()) + lanes.block.n
-        self._seq = seq = lanes.request(slice(None))
-        self._quiet = (seq << 1).to_bytes(8, "little") * lanes.block.n
+        self._target = int(self._start.sum()) + self._laned
+        self._seq = seq = lanes.request(slice(0, self._laned))
+        self._quiet = (seq << 1).to_bytes(8, "little") * self._laned
         self.out = True
         if lanes.any_sleeping():
             self._wake_sleepers()
@@ -117,9 +125,15 @@ class LaneLockStep:
             self._hand_over()
 
     def _hand_over(self) -> None:
-        """Leave each worker's handle (and the messenger) as if it had been sent its own STEP."""
+        """Leave each worker's handle (and the messenger) as if it had been sent its own
+        STEP, the parent's own slice with its outcome if it was stepped."""
         awaiting, seq = self.messenger.awaiting, self._seq
+        if self.local is not None and self._local_outcome is not None:
+            self.messenger.deliver(self.local.index, self._local_outcome)
+            self._local_outcome = None
         for worker, count in zip(self.workers, self._start.tolist()):
+            if worker.is_local:
+                continue
             handle: Any = worker
             handle._lane_target, handle._lane_seq, handle._quiet = count + worker.stop - worker.first_index, seq, False
             awaiting[worker.index] = Command.STEP
@@ -147,6 +161,9 @@ class LaneLockStep:
         """The infos once the batch answered with nothing to say (the rows are in the
         buffers); None: the per-worker path collects it (messages, failures, a timeout)."""
         self.out = False
+        if self.local is not None and not self._step_local():
+            self._hand_over()
+            return None
         start = time.perf_counter()
         try:
             state = spin_until(self._state, self.spin.budget())
@@ -159,10 +176,24 @@ class LaneLockStep:
             self._hand_over()
             return None
         self.spin.record(time.perf_counter() - start)
+        self._local_outcome = None
         infos: list[Info] = [{} for _ in range(self.lanes.block.n)]
         if self.buffers.terminal_obs is not None:
             ended_infos(self.buffers, infos, self.reset_infos)
         return infos
+
+    def _step_local(self) -> bool:
+        """Step the parent's own slice into its rows: True if it had nothing to say (else the
+        per-worker path reads its outcome)."""
+        assert self.local is not None
+        server = self.local.server
+        try:
+            outcome = server.handle(Command.STEP, self.actions[self._laned:].copy())
+        except BaseException:  # a Ctrl-C: the per-worker path drains the workers' batch later
+            self._hand_over()
+            raise
+        self._local_outcome = outcome
+        return outcome.ok and outcome.value.is_empty
 
     def _sleep(self, sleeper: ParentSleep) -> int:
         """Sleep until every worker answered (``_state``) or one ended (0: the per-worker
@@ -182,5 +213,7 @@ class LaneLockStep:
 
     @staticmethod
     def fits(workers: list[Worker]) -> bool:
-        """Are all ``workers`` processes that answer through lanes?"""
-        return all(isinstance(w, SubprocWorker) and w.lanes is not None for w in workers)
+        """Are all ``workers`` processes that answer through lanes (the last may be the
+        parent's own slice)?"""
+        remote = workers[:-1] if workers and workers[-1].is_local else workers
+        return bool(remote) and all(isinstance(w, SubprocWorker) and w.lanes is not None for w in remote)

@@ -92,6 +92,15 @@ class Messenger:
             self._outcomes.pop(w, None)
         return late
 
+    def idle(self) -> bool:
+        """Nothing sent and not collected, nothing collected and not taken?"""
+        return not self.awaiting and not self._outcomes
+
+    def deliver(self, w: int, outcome: Outcome) -> None:
+        """Worker ``w``'s outcome of a command run elsewhere (the parent's own slice, stepped
+        by a transport's lock-step), for the next ``gather``."""
+        self._outcomes[w] = outcome
+
     def arrived(self, ws: Iterable[int]) -> dict[int, Outcome]:
         """The outcomes of ``ws`` that arrived (after a gather ran past its timeout)."""
         return {w: self._outcomes.pop(w) for w in ws if w in self._outcomes}
