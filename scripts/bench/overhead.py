@@ -71,7 +71,8 @@ class OverheadArgs:
     cpus: int | None = field(default=None, metadata={
         "help": "plan in_series='auto' (and spinning) for this many CPUs (sets VEC_ENVS_CPUS for the run)"})
     step_in_parent: bool = field(default=False, metadata={
-        "help": "SubprocVecEnv steps its last slice in the parent (the model assumes it does not)"})
+        "help": "SubprocVecEnv steps its last slice in the parent, as in_series='auto' does "
+                "(p_net then leaves out that slice's env time, e per step)"})
     envs: str = field(default="zero,cartpole", metadata={"help": "comma-separated: zero, cartpole"})
     methods: str = field(default=",".join(METHODS), metadata={"help": f"comma-separated, of {list(METHODS)}"})
     seconds: float = field(default=2.0, metadata={"help": "seconds of each timed window (after a warm-up)"})
@@ -282,8 +283,16 @@ def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Step
         options["batch_size"] = args.recv_batch()
     venv = SubprocVecEnv(fns, **options)
     mode = "lock-step" if key == "subproc" else f"recv/send {args.recv_batch()}"
-    label = f"SubprocVecEnv {mode} ({len(venv.workers)} workers x {venv.in_series})"
+    local = _parent_envs(venv)
+    workers = f"{len(venv.workers) - bool(local)} workers x {venv.in_series}"
+    label = f"SubprocVecEnv {mode} ({workers}{f', {local} in the parent' if local else ''})"
     return (RecvSendStepper(venv) if key == "subproc-async" else VecEnvStepper(venv)), label
+
+
+def _parent_envs(venv: Any) -> int:
+    """How many envs the parent steps itself (its own slice under ``step_in_parent``)."""
+    last = venv.workers[-1]
+    return last.stop - last.first_index if last.is_local else 0
 
 
 def _peer(args: OverheadArgs, env: str, key: str) -> tuple[Stepper, str] | str:
@@ -328,6 +337,10 @@ def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -
         row.note = "p includes e (the envs step in this thread)"
     elif key.startswith("subproc"):
         row.o, row.o_net = w.children / w.steps - e, (w.children - w.worker_spin) / w.steps - e
+        local = _parent_envs(stepper.venv)  # type: ignore[attr-defined]
+        if local:
+            row.p_net -= e * local / args.num_envs
+            row.note = f"p_net: less the env time of the parent's {local} envs (e x {local}/{args.num_envs})"
     elif key == "envpool":
         row.o, row.note = (w.process - w.thread) / w.steps, "o: its threads' CPU, its own env included"
     else:
