@@ -37,7 +37,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ControlBlock", "ParentColumn", "ParentLanes", "ROW_WORDS", "WorkerColumn", "WorkerLanes", "supported"]
+__all__ = ["ControlBlock", "ParentColumn", "ParentLanes", "ROW_WORDS", "WorkerColumn", "WorkerLanes", "answer_counts",
+           "supported"]
 
 ROW_WORDS = 8  # int64 per row: one 64-byte cache line
 
@@ -66,6 +67,11 @@ def supported() -> bool:
 def _int_words(row: np.ndarray) -> memoryview:
     """Plain int reads and writes of an int64 row, ~40 ns each (NumPy scalars take ~100)."""
     return row.data.cast("B").cast("q")
+
+
+def answer_counts(block: ControlBlock) -> memoryview:
+    """The workers' ``ANSWERS`` column as plain ints: ``sum()`` of it takes ~0.1 us (NumPy's ~0.6)."""
+    return _int_words(block.worker_rows)[WorkerColumn.ANSWERS::ROW_WORDS]
 
 
 class ControlBlock:

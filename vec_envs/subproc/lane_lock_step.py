@@ -33,7 +33,7 @@ import numpy as np
 
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.subproc import wake_up
-from vec_envs.subproc.control import ParentLanes, WorkerColumn
+from vec_envs.subproc.control import ParentLanes, answer_counts
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.wake_up import ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import SubprocWorker
@@ -87,12 +87,12 @@ class LaneLockStep:
         self.local = workers[-1] if isinstance(workers[-1], LocalWorker) else None  # the parent's own slice
         self._laned = lanes.block.n if self.local is None else self.local.first_index  # envs 0:_laned have lanes
         self._local_outcome: Outcome | None = None  # the parent's own slice, stepped for the batch out
-        self._answers = lanes.block.worker_rows[:, WorkerColumn.ANSWERS]
+        self._answers = answer_counts(lanes.block)
         self._answered = lanes.answered[:self._laned]
         self._quiet = b""  # the answer lanes' bytes once every env answered with nothing to say
         self._target = 0  # the answer count (all workers) that completes the batch
         self.out = False  # a batch was requested here and not collected yet
-        self._start = self._answers.copy()  # each worker's answers when the batch was requested
+        self._start = self._answers.tolist()  # each worker's answers when the batch was requested
         self._seq = 0  # the batch's number
         self._polled: list[Worker] = []  # the workers whose sentinels ``_poller`` watches
         self._poller: Any = None
@@ -109,8 +109,8 @@ class LaneLockStep:
         lanes = self.lanes
         if not lanes.together:
             lanes.set_together(True)
-        self._start = self._answers.copy()
-        self._target = int(self._start.sum()) + self._laned
+        self._start = self._answers.tolist()
+        self._target = sum(self._start) + self._laned
         self._seq = seq = lanes.request(slice(0, self._laned))
         self._quiet = (seq << 1).to_bytes(8, "little") * self._laned
         self.out = True
@@ -131,7 +131,7 @@ class LaneLockStep:
         if self.local is not None and self._local_outcome is not None:
             self.messenger.deliver(self.local.index, self._local_outcome)
             self._local_outcome = None
-        for worker, count in zip(self.workers, self._start.tolist()):
+        for worker, count in zip(self.workers, self._start):
             if worker.is_local:
                 continue
             handle: Any = worker
@@ -155,7 +155,7 @@ class LaneLockStep:
         """1: every env answered, nothing to say; 2: every worker answered; 0: not yet."""
         if self._answered.tobytes() == self._quiet:
             return 1
-        return 2 if int(self._answers.sum()) >= self._target else 0
+        return 2 if sum(self._answers) >= self._target else 0
 
     def wait(self, timeout: float | None) -> list[Info] | None:
         """The infos once the batch answered with nothing to say (the rows are in the
@@ -202,13 +202,13 @@ class LaneLockStep:
             self._polled = list(self.workers)
             self._poller = sleeper.poller([w.process.sentinel for w in self.workers if isinstance(w, SubprocWorker)])
         while True:
-            answers = int(self._answers.sum())
+            answers = sum(self._answers)
             if sleeper.sleep_polled(self._state, self._poller, wake_up.FALLBACK_S, max(1, self._target - answers)):
                 return 0
             state = self._state()
             if state:
                 return state
-            if int(self._answers.sum()) == answers and self.lanes.any_sleeping():
+            if sum(self._answers) == answers and self.lanes.any_sleeping():
                 self._wake_sleepers(ring=False)
 
     @staticmethod

@@ -38,7 +38,7 @@ import select
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vec_envs.subproc.control import ControlBlock, ParentColumn, WorkerColumn
+from vec_envs.subproc.control import ControlBlock, ParentColumn, answer_counts
 
 __all__ = ["BELLS", "FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "WorkerBell", "supported"]
 
@@ -92,7 +92,7 @@ class ParentSleep:
     """
 
     def __init__(self, block: ControlBlock, fd: WakeFd) -> None:
-        self._answers = block.worker_rows[:, WorkerColumn.ANSWERS]
+        self._answers = answer_counts(block)
         self._row = block.parent_row.data.cast("B").cast("q")  # plain int stores, ~40 ns each
         self.fd = fd
         self._poller = select.poll()
@@ -121,7 +121,7 @@ class ParentSleep:
 
     def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, wanted: int = 1) -> list[int]:
         """``sleep`` on a ``poller`` that watches the wake fd (``poller()``): the other fds ready."""
-        self._row[ParentColumn.TARGET] = int(self._answers.sum()) + max(1, wanted)
+        self._row[ParentColumn.TARGET] = sum(self._answers) + max(1, wanted)
         self._row[ParentColumn.SLEEPING] = 1  # after the target: a worker that sees it sees the target
         try:
             if done():
@@ -143,13 +143,13 @@ class Waker:
     parent if it sleeps for them. ``fd`` is the write end of the parent's ``WakeFd``."""
 
     def __init__(self, block: ControlBlock, fd: int) -> None:
-        self._answers = block.worker_rows[:, WorkerColumn.ANSWERS]
+        self._answers = answer_counts(block)
         self._parent = block.parent_row.data.cast("B").cast("q")
         self.fd = fd
 
     def answered(self) -> None:
         """Answers were written and counted: wake the parent if they make its total."""
-        if self._parent[ParentColumn.SLEEPING] and self._answers.sum() >= self._parent[ParentColumn.TARGET]:
+        if self._parent[ParentColumn.SLEEPING] and sum(self._answers) >= self._parent[ParentColumn.TARGET]:
             try:
                 os.write(self.fd, _ONE)
             except BlockingIOError:
