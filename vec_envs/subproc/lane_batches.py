@@ -18,6 +18,7 @@ The parent's own slice (``step_in_parent``) goes the transport-free way of
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any, cast
 
@@ -155,6 +156,11 @@ class LaneBatches(AsyncBatches):
     def _any_finished(self) -> bool:
         return bool(np.count_nonzero(self.lanes.finished_of(self.flying)))
 
+    def _finished(self, wanted: int) -> Callable[[], bool]:
+        """A test that ``wanted`` envs in flight have finished (a spin waits for them all: one
+        scan then takes them, not one scan per env)."""
+        return lambda: int(np.count_nonzero(self.lanes.finished_of(self.flying))) >= wanted
+
     def _wait(self, deadline: float | None, wanted: int) -> bool:
         """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs
         being what ``recv`` still waits for; a dead worker is handled (restarted: its envs
@@ -162,7 +168,7 @@ class LaneBatches(AsyncBatches):
         start = time.perf_counter()
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         budget = self.spin.budget() if remaining is None else min(self.spin.budget(), remaining)
-        if spin_until(self._any_finished, budget):
+        if spin_until(self._finished(max(1, wanted)), budget):
             self.spin.record(time.perf_counter() - start)
             return True
         nap = NAP_MIN_S if self.sleeper is None else FALLBACK_S
