@@ -25,6 +25,7 @@ from typing import Any, cast
 import numpy as np
 
 from vec_envs.errors import EnvTimeoutError
+from vec_envs.spaces.batching import take_rows
 from vec_envs.subproc.control import ParentLanes
 from vec_envs.subproc.lane_lock_step import terminal_infos
 from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
@@ -202,6 +203,8 @@ class LaneBatches(AsyncBatches):
         env_ids = np.array(self.ready[:count], np.int64)
         dones = self.host.buffers.dones[env_ids]
         talking = self.lanes.answered[env_ids] & 1
+        if self.quiet_round and not talking.any():
+            return self._take_quiet(env_ids, dones)
         due = talking | dones
         if self.any_resetting:
             due |= self.resetting[env_ids]
@@ -215,6 +218,26 @@ class LaneBatches(AsyncBatches):
             self.resetting[env_ids] = False
             self.any_resetting = bool(np.count_nonzero(self.resetting))
         return self.pop_ready(env_ids, dones)
+
+    @property
+    def quiet_round(self) -> bool:
+        """Can a batch with no message go ``_take_quiet``'s way: every env laned, ends in
+        terminal rows, no reset rows due, no info stored ahead?"""
+        return self.bulk_ends and self.all_laned and not self.any_resetting and not self.infos
+
+    def _take_quiet(self, env_ids: np.ndarray, dones: np.ndarray) -> VecEnvRecvReturn:
+        """Return ``env_ids`` when none of them has a message: empty infos, and the terminal
+        observation for the envs whose episode ended, placed by their position."""
+        del self.ready[:len(env_ids)]
+        buffers, reset_infos = self.host.buffers, self.host.reset_infos
+        infos: list[dict[str, Any]] = [{} for _ in range(len(env_ids))]
+        ended = dones.nonzero()[0]
+        if len(ended):
+            ended_ids = env_ids[ended]
+            for place, i, info in zip(ended.tolist(), ended_ids.tolist(), terminal_infos(buffers, ended_ids)):
+                infos[place] = info
+                reset_infos[i] = {}
+        return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def _read_infos(self, env_ids: np.ndarray, talking: np.ndarray) -> None:
         """Store the infos of ``env_ids``, reading the messages of those ``talking``; the
