@@ -85,10 +85,10 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
             return _LANES
         return _PIPE if poller is None or poller.poll(0) else 0
 
-    if not spin.enabled:  # nothing to learn: look, then sleep
-        return event() or _sleep_until_work(parent, lanes, event, bells)
+    if not spin.enabled:  # nothing to learn: sleep (after a last look at the lanes)
+        return _sleep_until_work(parent, lanes, bells)
     start = time.perf_counter()
-    found = spin_until(event, spin.budget()) or _sleep_until_work(parent, lanes, event, bells)
+    found = spin_until(event, spin.budget()) or _sleep_until_work(parent, lanes, bells)
     spin.record(time.perf_counter() - start)
     return found
 
@@ -135,17 +135,16 @@ def _poller(conn: Connection, bell: int) -> Any:
     return poller
 
 
-def _sleep_until_work(parent: int, lanes: WorkerLanes | None, event: Any, sleeper: Sleeper) -> int:
-    """Say so in the row, look once more, then sleep on the pipe and the bell of the next
-    ring (a ring or a WAKE ends it)."""
+def _sleep_until_work(parent: int, lanes: WorkerLanes | None, sleeper: Sleeper) -> int:
+    """Say so in the row, look at the lanes once more, then sleep on the pipe and the bell
+    of the next ring (a ring or a WAKE ends it; a command already in the pipe, at once)."""
     if lanes is not None:
         lanes.set_sleeping(True)
     try:
         while True:
             poller = sleeper.next_ring(lanes)
-            found = event()  # after reading the rings: a request rung already is seen here
-            if found:
-                return found
+            if lanes is not None and lanes.has_requests():  # after reading the rings: a request rung already is seen
+                return _LANES
             woken = sleeper.sleep(poller, PARENT_CHECK_S)
             if woken == _PIPE:
                 return _PIPE
