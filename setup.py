@@ -9,6 +9,15 @@ rms_kernel = Extension(
     optional=True,
 )
 
+# EnvSlice's step loop over the envs with nothing to say (every backend's per-env step).
+# Optional too: without it vec_envs/stepping/env_slice.py steps each env in Python.
+step_kernel = Extension(
+    "vec_envs.stepping._step_kernel",
+    sources=["vec_envs/stepping/_step_kernel.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
 extras = {
     "atari": ["ale-py>=0.12"],  # 0.12: the C++ vector engine with same-step auto-reset (ALEVecEnv)
     "ray": ["ray>=2.9"],
@@ -36,7 +45,7 @@ setup(
     license="MIT",
     packages=find_packages(include=["vec_envs", "vec_envs.*", "wrappers", "wrappers.*"]),
     package_data={"vec_envs": ["py.typed", "API.md"], "wrappers": ["py.typed"]},
-    ext_modules=[rms_kernel],
+    ext_modules=[rms_kernel, step_kernel],
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.24",

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EnvOutputError", "check_reset_result", "check_step_result"]
+__all__ = ["USUAL_REWARDS", "EnvOutputError", "check_reset_result", "check_step_result"]
 
 _REAL = (int, float, np.integer, np.floating)  # bool is an int: True counts as reward 1
 _FLAG = (bool, np.bool_)
-_USUAL_REWARDS = frozenset({float, int, np.float64, np.float32, np.int64})  # checked by type alone
+USUAL_REWARDS = frozenset({float, int, np.float64, np.float32, np.int64})  # checked by type alone
 
 
 class EnvOutputError(TypeError):
@@ -64,7 +64,7 @@ def check_step_result(result: Any, env_index: int, method: str = "step") -> tupl
     """
     if type(result) is tuple and len(result) == 5:
         _, reward, terminated, truncated, info = result
-        if type(reward) in _USUAL_REWARDS and type(terminated) is bool and type(truncated) is bool \
+        if type(reward) in USUAL_REWARDS and type(terminated) is bool and type(truncated) is bool \
                 and type(info) is dict:
             return result  # the usual case, in a few type lookups
     return _checked_step_result(result, env_index, method)

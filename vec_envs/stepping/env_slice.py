@@ -16,22 +16,38 @@ An env whose episode ended is reset at once (baselines-style), and its info gain
 ``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers have terminal
 rows (shared memory) the slice writes those two there instead, so an episode's end adds
 nothing to a worker's reply; whoever reads the batch adds them with ``with_terminal``.
+
+Where it is built, a C loop (``_step_kernel.c``) steps the envs and stores each quiet
+result (array observation of the space's shape and dtype, usual reward type, no episode
+end, empty info) itself; it hands every other result, and any exception, to ``_settle``,
+the Python path that checks and stores it. Both store the same bits.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from vec_envs.errors import EnvCallFailed
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
-from vec_envs.stepping.env_output import check_reset_result, check_step_result
+from vec_envs.stepping.env_output import USUAL_REWARDS, check_reset_result, check_step_result
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
+_step_kernel: ModuleType | None
+try:  # the optional C loop over the envs with nothing to say, built by setup.py when it can be
+    from vec_envs.stepping import _step_kernel
+except ImportError:
+    _step_kernel = None
+
 __all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped", "with_terminal"]
+
+#: the spaces whose observations are arrays the C loop can copy into a row as they are
+_ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
 
 
 def env_attr(env: Any, name: str) -> Any:
@@ -124,6 +140,7 @@ class EnvSlice:
         an env, the parent reads there which env it was running.
         """
         self._running = slot
+        self._rows = self._kernel_rows()
 
     def _call(self, k: int, method: str, fn: Callable[[], Any]) -> Any:
         running = self._running
@@ -151,6 +168,20 @@ class EnvSlice:
         self.buffers = buffers
         self._write_row = make_writer(self.observation_space, buffers.obs)
         self._rewards, self._dones = buffers.rewards, buffers.dones  # one lookup each per step
+        self._rows = self._kernel_rows()
+
+    def _kernel_rows(self) -> tuple | None:
+        """What the C step loop writes into (``_step_kernel.c``), or None where it cannot:
+        no kernel built, an observation that is no single array, buffers of other dtypes."""
+        buffers = getattr(self, "buffers", None)
+        if _step_kernel is None or buffers is None or not isinstance(self.observation_space, _ARRAY_SPACES):
+            return None
+        arrays = (buffers.obs, buffers.rewards, buffers.dones)
+        if not all(type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable for a in arrays) \
+                or buffers.rewards.dtype != np.float32 or buffers.dones.dtype != np.bool_:
+            return None
+        return (self.envs, buffers.obs, buffers.rewards, buffers.dones, self._running, self.first_index,
+                tuple(USUAL_REWARDS), np.ndarray)
 
     def _write(self, k: int, obs: Any, method: str) -> None:
         """Store env ``k``'s observation; a wrong one names the env and the method."""
@@ -190,16 +221,43 @@ class EnvSlice:
     def step(self, actions: Sequence[Any]) -> list[Info]:
         """Step env k with ``actions[k]`` (one action per env); an env whose episode ended
         is reset at once."""
-        step_env = self.step_env
-        return [step_env(k, action) for k, action in enumerate(actions)]
+        rows = self._rows
+        if rows is None:
+            step_env = self.step_env
+            return [step_env(k, action) for k, action in enumerate(actions)]
+        infos: list[Info] = []
+        k, n = 0, len(self.envs)
+        while k < n:  # the C loop stores the quiet envs; each other one is settled here
+            k, result, error = _step_kernel.step_quiet(rows, actions, 0, k, n, infos)  # type: ignore[union-attr]
+            if k < n:
+                infos.append(self._settle(k, result, error))
+                k += 1
+        return infos
 
     def step_env(self, k: int, action: Any) -> Info:
         """Step env ``k`` into its row; if its episode ended, reset it at once. Its info."""
-        index, running = self.first_index + k, self._running
+        rows = self._rows
+        if rows is not None:
+            infos: list[Info] = []
+            done, result, error = _step_kernel.step_quiet(rows, (action,), k, k, k + 1, infos)  # type: ignore[union-attr]
+            return infos[0] if done > k else self._settle(k, result, error)
+        running = self._running
         if running is not None:
-            running[0] = index + 1
+            running[0] = self.first_index + k + 1
         try:
-            obs, reward, terminated, truncated, info = check_step_result(self.envs[k].step(action), index)
+            result = self.envs[k].step(action)
+        except Exception as exc:
+            raise EnvCallFailed(self.first_index + k, "step") from exc
+        return self._settle(k, result, None)
+
+    def _settle(self, k: int, result: Any, error: BaseException | None) -> Info:
+        """Check and store env ``k``'s step ``result`` (or raise its ``error``); reset it if
+        its episode ended. Its info."""
+        index = self.first_index + k
+        if error is not None:
+            raise EnvCallFailed(index, "step") from error
+        try:
+            obs, reward, terminated, truncated, info = check_step_result(result, index)
             self._write_row(k, obs)
         except ObservationError as exc:
             raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
@@ -212,8 +270,8 @@ class EnvSlice:
             self._auto_reset(k, info, truncated and not terminated)
         else:
             self._dones[k] = False
-        if running is not None:
-            running[0] = 0
+        if self._running is not None:
+            self._running[0] = 0
         return info
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
