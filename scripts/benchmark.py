@@ -11,6 +11,7 @@
     python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
     python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
     python scripts/benchmark.py step-path                 # the files and functions one SubprocVecEnv.step() runs
+    python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -27,11 +28,13 @@ from bench.micro import (
     AleArgs,
     InteropArgs,
     RayArgs,
+    SliceLoopArgs,
     WrappersArgs,
     run_agent_pause,
     run_ale,
     run_interop,
     run_ray,
+    run_slice_loop,
     run_wrappers,
 )
 from bench.multiagent import MultiagentArgs, run_multiagent
@@ -51,6 +54,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "agent-pause": (AgentPauseArgs, run_agent_pause),
     "multiagent": (MultiagentArgs, run_multiagent),
     "step-path": (StepPathArgs, run_step_path),
+    "slice-loop": (SliceLoopArgs, run_slice_loop),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),

@@ -1,5 +1,5 @@
 """The focused measurements: ALEVecEnv on W4, the wrapper stack, the interop adapters, Ray,
-an agent that pauses between steps. Each is an ``Args`` dataclass (a subcommand of
+an agent that pauses between steps, the slice's step loop. Each is an ``Args`` dataclass (a subcommand of
 ``scripts/benchmark.py``) and a ``run_*`` function that measures and prints its table.
 
 Contenders that are compared take turns (rounds alternate, repeats go round-robin), so
@@ -31,7 +31,7 @@ from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
 from vec_envs.cli.args import in_series_arg
 
 __all__ = ["AleArgs", "run_ale", "WrappersArgs", "run_wrappers", "InteropArgs", "run_interop", "RayArgs",
-           "run_ray", "AgentPauseArgs", "run_agent_pause"]
+           "run_ray", "AgentPauseArgs", "run_agent_pause", "SliceLoopArgs", "run_slice_loop"]
 
 BACKENDS: dict[str, Any] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 CELL_TIMEOUT_S = 300.0
@@ -202,7 +202,7 @@ class InteropArgs:
         _at_least_one(num_envs=self.num_envs, steps=self.steps, rounds=self.rounds)
 
 
-def _interop_contenders(args: InteropArgs) -> dict[str, tuple[Callable[[np.ndarray], Any], Callable[[], Any]]]:
+def _interop_contenders(args: InteropArgs) -> dict[str, tuple[Callable[[Any], Any], Callable[[], Any]]]:
     """name -> (step, close); the first three share one VecEnv."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
@@ -383,4 +383,77 @@ def run_agent_pause(args: AgentPauseArgs) -> int:
             for pause in args.pause_ms]
     print(f"SubprocVecEnv(), CartPole-v1 x {args.num_envs}, {args.steps} steps timed per pause\n")
     print("\n".join(markdown_table(["agent pause ms", *(f"step {h}" for h in LatencyStats.HEADER)], rows)))
+    return 0
+
+
+# ---------------------------------------------------------------- the slice's step loop
+@dataclass
+class SliceLoopArgs:
+    """CPU per env step of one slice of envs: a plain loop over ``env.step``, EnvSlice with its
+    C loop (``_step_kernel.c``) and EnvSlice stepping every env in Python. The three take
+    turns, round after round, in this thread (``time.thread_time()``)."""
+
+    env: Literal["cartpole", "zero"] = field(default="cartpole", metadata={"help": "the env of every slot"})
+    num_envs: int = field(default=16, metadata={"help": "envs in the slice (a worker's in_series)"})
+    episode_length: int = field(default=500, metadata={"help": "steps per episode of the zero-cost env"})
+    rounds: int = field(default=15, metadata={"help": "rounds; each times every loop once"})
+    steps: int = field(default=300, metadata={"help": "batches per loop and round"})
+
+    def __post_init__(self) -> None:
+        _at_least_one(num_envs=self.num_envs, rounds=self.rounds, steps=self.steps,
+                      episode_length=self.episode_length)
+
+
+def _slice_loops(args: SliceLoopArgs) -> dict[str, Callable[[Any], Any]]:
+    """One batch step of each contender, on envs of their own."""
+    from vec_envs.spaces.batching import BatchBuffers
+    from vec_envs.stepping import env_slice
+
+    fns = [partial(make_env, args.env, i, episode_length=args.episode_length) for i in range(args.num_envs)]
+    raw = [fn() for fn in fns]
+    for i, env in enumerate(raw):
+        env.reset(seed=i)
+
+    def plain(actions: np.ndarray) -> None:
+        for env, action in zip(raw, actions):
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+
+    def built(kernel: Any) -> Callable[[Any], Any]:
+        kept, env_slice._step_kernel = env_slice._step_kernel, kernel
+        try:  # the kernel is looked up when the buffers are attached
+            envs = env_slice.EnvSlice(fns)
+            envs.attach(BatchBuffers.allocate(envs.observation_space, len(fns), terminal=True))
+        finally:
+            env_slice._step_kernel = kept
+        envs.reset(list(range(len(fns))))
+        return envs.step
+
+    loops: dict[str, Callable[[Any], Any]] = {"plain loop": plain}
+    if env_slice._step_kernel is not None:
+        loops["EnvSlice, C loop"] = built(env_slice._step_kernel)
+    loops["EnvSlice, Python loop"] = built(None)
+    return loops
+
+
+def run_slice_loop(args: SliceLoopArgs) -> int:
+    """A row per loop: median and best µs of CPU per env step, and the median over the plain loop."""
+    loops = _slice_loops(args)
+    actions = presample(make_env(args.env).action_space, args.num_envs, args.steps, seed=0)
+    cpu: dict[str, list[float]] = {name: [] for name in loops}
+    for _ in range(args.rounds):
+        for name, step in loops.items():
+            start = time.thread_time()
+            for batch in actions:
+                step(batch)
+            cpu[name].append(1e6 * (time.thread_time() - start) / (args.steps * args.num_envs))
+    plain = cpu["plain loop"]
+    rows = [[name, f"{statistics.median(us):.2f}", f"{min(us):.2f}",
+             f"{statistics.median(a - b for a, b in zip(us, plain)):+.2f}"] for name, us in cpu.items()]
+    print(f"{args.env} x {args.num_envs} in one slice, {args.rounds} rounds of {args.steps} batches, "
+          "loops taking turns; us of CPU per env step\n")
+    print("\n".join(markdown_table(["loop", "median us", "best us", "over the plain loop (median)"], rows)))
+    if "EnvSlice, C loop" not in loops:
+        print("\nthe C loop is not built here (vec_envs/stepping/_step_kernel.c): pip install -e . with a C compiler")
     return 0

@@ -34,6 +34,8 @@ KINDS = {
     "info": lambda t: (_obs(t), 1.0, False, False, {"t": t}),
     "terminated": lambda t: (_obs(t), 1.0, True, False, {}),
     "truncated": lambda t: (_obs(t), 1.0, False, True, {"why": "time"}),
+    "quiet truncated": lambda t: (_obs(t), 1.0, False, True, {}),
+    "both flags": lambda t: (_obs(t), 1.0, True, True, {}),
     "numpy flags": lambda t: (_obs(t), 1.0, np.False_, np.False_, {}),
     "float64 obs": lambda t: (_obs(t, np.float64), 1.0, False, False, {}),
     "list obs": lambda t: ([float(t)] * 3, 1.0, False, False, {}),
@@ -42,16 +44,24 @@ KINDS = {
 }
 
 
+# Each kind of reset: what reset() returns, from the step count t.
+RESETS = {
+    "quiet": lambda t: (_obs(-t), {"reset": t}),
+    "float64 obs": lambda t: (_obs(-t, np.float64), {}),
+    "list obs": lambda t: ([-1.0] * 3, {"reset": t}),
+}
+
+
 class ScriptedEnv(gym.Env):
     """Returns ``KINDS[kinds[t % len(kinds)]]`` at step t; records the running slot it sees."""
 
     observation_space, action_space = SPACE, gym.spaces.Discrete(2)
 
-    def __init__(self, kinds: list[str], slot: np.ndarray | None = None) -> None:
-        self.kinds, self.t, self.slot, self.seen = kinds, 0, slot, []
+    def __init__(self, kinds: list[str], slot: np.ndarray | None = None, reset_kind: str = "quiet") -> None:
+        self.kinds, self.t, self.slot, self.seen, self.reset_kind = kinds, 0, slot, [], reset_kind
 
     def reset(self, *, seed=None, options=None):
-        return _obs(-1), {"reset": self.t}
+        return RESETS[self.reset_kind](self.t)
 
     def step(self, action):
         if self.slot is not None:
@@ -64,7 +74,8 @@ def _trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch, termi
     with monkeypatch.context() as patch:
         if not with_kernel:
             patch.setattr(env_slice, "_step_kernel", None)
-        envs = EnvSlice([lambda kinds=kinds: ScriptedEnv(kinds) for kinds in kinds_per_env], first_index=5)
+        envs = EnvSlice([lambda kinds=kinds, i=i: ScriptedEnv(kinds, reset_kind=list(RESETS)[i % len(RESETS)])
+                         for i, kinds in enumerate(kinds_per_env)], first_index=5)
         envs.attach(BatchBuffers.allocate(SPACE, len(kinds_per_env), terminal=terminal))
         assert (envs._rows is not None) == with_kernel
         envs.reset()
@@ -74,6 +85,7 @@ def _trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch, termi
             single = envs.step_env(step % len(kinds_per_env), 1)
             buffers = envs.buffers
             trace.append((buffers.obs.copy(), buffers.rewards.copy(), buffers.dones.copy(), infos, single,
+                          [dict(info) for info in envs.reset_infos],
                           None if buffers.terminal_obs is None else buffers.terminal_obs.copy(),
                           None if buffers.time_limit_truncated is None else buffers.time_limit_truncated.copy()))
         return trace
@@ -105,7 +117,7 @@ def test_the_c_step_loop_is_built():
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal rows", "terminal in infos"])
 def test_every_kind_of_result_is_stored_as_the_python_loop_stores_it(terminal, monkeypatch):
     kinds = list(KINDS)
-    per_env = [kinds[i:] + kinds[:i] for i in range(4)] + [["quiet"], ["quiet", "quiet", "terminated"]]
+    per_env = [kinds[i:] + kinds[:i] for i in range(4)] + [["quiet"], ["quiet", "quiet", "terminated"]] * 3
     fast = _trace(per_env, True, monkeypatch, terminal)
     slow = _trace(per_env, False, monkeypatch, terminal)
     _same(fast, slow)
@@ -145,6 +157,26 @@ def test_an_exception_in_step_names_the_env_and_chains_the_cause(with_kernel, mo
     assert caught.value.__cause__.__traceback__ is not None
     with pytest.raises(EnvCallFailed, match="env 8"):
         envs.step_env(1, 0)
+
+
+class RaisingReset(ScriptedEnv):
+    def reset(self, *, seed=None, options=None):
+        if self.t >= 1:
+            raise OSError("no reset")
+        return super().reset()
+
+
+@pytest.mark.parametrize("with_kernel", [True, False], ids=["C loop", "Python loop"])
+def test_an_exception_in_the_reset_after_an_episode_end_names_the_env_and_reset(with_kernel, monkeypatch):
+    if not with_kernel:
+        monkeypatch.setattr(env_slice, "_step_kernel", None)
+    envs = EnvSlice([lambda: ScriptedEnv(["quiet"]), lambda: RaisingReset(["terminated"])], first_index=3)
+    envs.attach(BatchBuffers.allocate(SPACE, 2, terminal=True))
+    envs.reset()
+    with pytest.raises(EnvCallFailed, match=r"env 4 raised in reset\(\)") as caught:
+        envs.step([0, 0])
+    assert isinstance(caught.value.__cause__, OSError)
+    assert envs.buffers.dones.tolist() == [False, True]
 
 
 @pytest.mark.parametrize("with_kernel", [True, False], ids=["C loop", "Python loop"])
@@ -187,11 +219,18 @@ def test_the_running_slot_names_the_env_being_stepped_and_is_cleared_after():
 def test_the_c_loop_refuses_rows_it_cannot_write():
     kernel = env_slice._step_kernel
     envs = [ScriptedEnv(["quiet"])]
-    rows = (envs, np.zeros((1, 3), np.float32), np.zeros(1, np.float64), np.zeros(1, np.bool_), None, 0,
-            (float,), np.ndarray)
+    obs, rewards, dones = np.zeros((1, 3), np.float32), np.zeros(1, np.float32), np.zeros(1, np.bool_)
+
+    def rows(**changed):
+        parts = dict(envs=envs, obs=obs, rewards=rewards, dones=dones, terminal=None, truncated=None,
+                     reset_infos=[{}], running=None, first=0, rewards_types=(float,), ndarray=np.ndarray)
+        return tuple({**parts, **changed}.values())
+
     with pytest.raises(ValueError, match="float32 rewards"):
-        kernel.step_quiet(rows, [0], 0, 0, 1, [])
-    rows = (envs, np.zeros((1, 3), np.float32), np.zeros(1, np.float32), np.zeros(1, np.bool_), None, 0,
-            (float,), np.ndarray)
+        kernel.step_quiet(rows(rewards=np.zeros(1, np.float64)), [0], 0, 0, 1, [])
+    with pytest.raises(ValueError, match="terminal rows like them"):
+        kernel.step_quiet(rows(terminal=np.zeros((1, 3), np.float64), truncated=dones), [0], 0, 0, 1, [])
+    with pytest.raises(ValueError, match="a row per env"):
+        kernel.step_quiet(rows(reset_infos=[]), [0], 0, 0, 1, [])
     with pytest.raises(IndexError, match="envs 0..2 of a slice of 1"):
-        kernel.step_quiet(rows, [0, 0], 0, 0, 2, [])
+        kernel.step_quiet(rows(), [0, 0], 0, 0, 2, [])

@@ -7,10 +7,15 @@
  * the result is of that kind, stores it straight into the rows: the observation's bytes
  * copied, the reward as float32, done False, a fresh empty info appended to `infos`.
  *
- * The first result of any other kind (an episode's end, an info, another type, shape or
- * dtype) stops the loop and goes back to EnvSlice, which checks and stores it with all of
- * its Python: an unusual result is never judged here. An exception from step() does the
- * same (an Exception; anything else, a KeyboardInterrupt, goes on up at once).
+ * An episode's end of that kind is handled here too where the rows have terminal rows:
+ * the last observation is copied into the env's terminal row, the env is reset, and its
+ * reset observation (of the same kind, with an info dict) stored in the row and a copy of
+ * its reset info in `reset_infos`.
+ *
+ * The first result of any other kind (an info, another type, shape or dtype) stops the
+ * loop and goes back to EnvSlice, which checks and stores it with all of its Python: an
+ * unusual result is never judged here. An exception from step() or reset() does the same
+ * (an Exception; anything else, a KeyboardInterrupt, goes on up at once).
  *
  * Built by setup.py when a C compiler is there (optional); without it EnvSlice steps
  * every env through step_env.
@@ -22,12 +27,14 @@
 #include <stdint.h>
 #include <string.h>
 
-static PyObject *STEP_NAME; /* "step", interned once */
+static PyObject *STEP_NAME, *RESET_NAME, *RESET_KWNAMES; /* "step", "reset", ("seed", "options") */
 
 /* Where the loop writes and what it accepts: the tuple EnvSlice builds in attach(). */
 typedef struct {
     PyObject *envs;         /* list of the slice's envs */
     Py_buffer obs, rewards, dones;
+    Py_buffer terminal_obs, truncated; /* the terminal rows (obj NULL: none, ends go to Python) */
+    PyObject *reset_infos;  /* list: the reset info of each env */
     int64_t *running;       /* 1 + the env being called (NULL: not tracked) */
     Py_buffer running_view;
     Py_ssize_t first_index;
@@ -42,19 +49,25 @@ static void release_rows(Rows *r)
     if (r->obs.obj) PyBuffer_Release(&r->obs);
     if (r->rewards.obj) PyBuffer_Release(&r->rewards);
     if (r->dones.obj) PyBuffer_Release(&r->dones);
+    if (r->terminal_obs.obj) PyBuffer_Release(&r->terminal_obs);
+    if (r->truncated.obj) PyBuffer_Release(&r->truncated);
     if (r->running_view.obj) PyBuffer_Release(&r->running_view);
 }
 
 static int get_rows(PyObject *spec, Rows *r)
 {
-    PyObject *obs, *rewards, *dones, *running;
+    PyObject *obs, *rewards, *dones, *terminal_obs, *truncated, *running;
+    const int flags = PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
     memset(r, 0, sizeof(*r));
-    if (!PyArg_ParseTuple(spec, "O!OOOOnO!O!:rows", &PyList_Type, &r->envs, &obs, &rewards, &dones, &running,
-                          &r->first_index, &PyTuple_Type, &r->reward_types, &PyType_Type, &r->ndarray))
+    if (!PyArg_ParseTuple(spec, "O!OOOOOO!OnO!O!:rows", &PyList_Type, &r->envs, &obs, &rewards, &dones,
+                          &terminal_obs, &truncated, &PyList_Type, &r->reset_infos, &running, &r->first_index,
+                          &PyTuple_Type, &r->reward_types, &PyType_Type, &r->ndarray))
         return -1;
-    if (PyObject_GetBuffer(obs, &r->obs, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0
-        || PyObject_GetBuffer(rewards, &r->rewards, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0
-        || PyObject_GetBuffer(dones, &r->dones, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(obs, &r->obs, flags) < 0 || PyObject_GetBuffer(rewards, &r->rewards, flags) < 0
+        || PyObject_GetBuffer(dones, &r->dones, flags) < 0)
+        goto fail;
+    if (terminal_obs != Py_None && (PyObject_GetBuffer(terminal_obs, &r->terminal_obs, flags) < 0
+                                    || PyObject_GetBuffer(truncated, &r->truncated, flags) < 0))
         goto fail;
     if (running != Py_None) {
         if (PyObject_GetBuffer(running, &r->running_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
@@ -68,8 +81,11 @@ static int get_rows(PyObject *spec, Rows *r)
     const Py_ssize_t n = PyList_GET_SIZE(r->envs);
     if (strcmp(r->rewards.format, "f") != 0 || r->rewards.len != n * 4
         || strcmp(r->dones.format, "?") != 0 || r->dones.len != n
-        || r->obs.ndim < 1 || r->obs.shape[0] != n) {
-        PyErr_SetString(PyExc_ValueError, "rows: expected float32 rewards, bool dones and obs with a row per env");
+        || r->obs.ndim < 1 || r->obs.shape[0] != n || PyList_GET_SIZE(r->reset_infos) != n
+        || (r->terminal_obs.obj && (r->terminal_obs.len != r->obs.len || strcmp(r->terminal_obs.format, r->obs.format)
+                                    || strcmp(r->truncated.format, "?") != 0 || r->truncated.len != n))) {
+        PyErr_SetString(PyExc_ValueError, "rows: expected float32 rewards, bool dones and obs with a row per env "
+                        "(and terminal rows like them)");
         goto fail;
     }
     r->row_bytes = n ? r->obs.len / n : 0;
@@ -120,25 +136,48 @@ static int store_reward(Rows *r, PyObject *reward, Py_ssize_t k)
     return 1;
 }
 
-/* Store env k's result if it is the quiet kind: 1 stored, 0 not (nothing written that
- * step_env would not write the same). */
-static int store_quiet(Rows *r, PyObject *result, Py_ssize_t k, PyObject *infos)
+/* What settling a result did. */
+enum { FAILED = -1, TO_PYTHON = 0, STORED = 1 };
+
+/* Store env k's step result if it is the quiet kind: STORED, TO_PYTHON (nothing written
+ * that step_env would not write the same) or FAILED (reset() raised: its exception is
+ * set). After an episode's end, `*reset_result` is what reset() returned. */
+static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset_result)
 {
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 5)
-        return 0;
-    PyObject *info = PyTuple_GET_ITEM(result, 4);
-    if (PyTuple_GET_ITEM(result, 2) != Py_False || PyTuple_GET_ITEM(result, 3) != Py_False
-        || !PyDict_CheckExact(info) || PyDict_GET_SIZE(info) != 0)
-        return 0;
-    if (!store_obs(r, PyTuple_GET_ITEM(result, 0), k) || !store_reward(r, PyTuple_GET_ITEM(result, 1), k))
-        return 0;
-    ((char *)r->dones.buf)[k] = 0;
-    PyObject *fresh = PyDict_New();
-    if (fresh == NULL)
-        return -1;
-    const int failed = PyList_Append(infos, fresh);
-    Py_DECREF(fresh);
-    return failed ? -1 : 1;
+        return TO_PYTHON;
+    PyObject *info = PyTuple_GET_ITEM(result, 4), *terminated = PyTuple_GET_ITEM(result, 2),
+             *truncated = PyTuple_GET_ITEM(result, 3);
+    if (!PyBool_Check(terminated) || !PyBool_Check(truncated) || !PyDict_CheckExact(info) || PyDict_GET_SIZE(info))
+        return TO_PYTHON;
+    const int ended = terminated == Py_True || truncated == Py_True;
+    if ((ended && r->terminal_obs.obj == NULL) || !store_obs(r, PyTuple_GET_ITEM(result, 0), k)
+        || !store_reward(r, PyTuple_GET_ITEM(result, 1), k))
+        return TO_PYTHON;
+    ((char *)r->dones.buf)[k] = (char)ended;
+    if (ended) {
+        memcpy((char *)r->terminal_obs.buf + k * r->row_bytes, (char *)r->obs.buf + k * r->row_bytes,
+               (size_t)r->row_bytes);
+        ((char *)r->truncated.buf)[k] = truncated == Py_True && terminated == Py_False;
+        PyObject *args[3] = {PyList_GET_ITEM(r->envs, k), Py_None, Py_None};
+        *reset_result = PyObject_VectorcallMethod(RESET_NAME, args, 1, RESET_KWNAMES);
+        if (*reset_result == NULL)
+            return FAILED;
+    }
+    return STORED;
+}
+
+/* Store env k's reset result (after an episode's end) if it is of the usual kind. */
+static int settle_reset(Rows *r, PyObject *result, Py_ssize_t k)
+{
+    if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2 || !PyDict_CheckExact(PyTuple_GET_ITEM(result, 1))
+        || !store_obs(r, PyTuple_GET_ITEM(result, 0), k))
+        return TO_PYTHON;
+    PyObject *info = PyDict_Copy(PyTuple_GET_ITEM(result, 1));
+    if (info == NULL)
+        return FAILED;
+    PyList_SetItem(r->reset_infos, k, info); /* steals info */
+    return STORED;
 }
 
 /* The exception being raised, as an object with its traceback; NULL when it is no
@@ -162,15 +201,74 @@ static PyObject *take_exception(void)
 }
 
 PyDoc_STRVAR(step_quiet_doc,
-"step_quiet(rows, actions, offset, start, stop, infos) -> (k, result, error)\n\n"
+"step_quiet(rows, actions, offset, start, stop, infos) -> (k, result, error, resetting)\n\n"
 "Step envs start..stop-1 of rows' slice, env k with actions[k - offset], storing each\n"
-"quiet result into the rows and appending a fresh {} to infos. Returns (stop, None,\n"
-"None) when all were quiet; else the first env k whose step returned something else\n"
-"(result, unstored) or raised an Exception (error), its running slot still set.");
+"quiet result (and a quiet end's reset) into the rows and appending a fresh {} to infos.\n"
+"Returns (stop, None, None, False) when all were quiet; else the first env k whose\n"
+"step (resetting False) or reset after an episode's end (resetting True) returned\n"
+"something else (result, unstored) or raised an Exception (error), its running slot\n"
+"still set.");
+
+/* The loop's answer for env k: what Python settles. Steals `result`; takes the raised
+ * exception when `result` is NULL (NULL back where it is no Exception). */
+static PyObject *to_python(Py_ssize_t k, PyObject *result, int resetting)
+{
+    if (result != NULL)
+        return Py_BuildValue("(nNOO)", k, result, Py_None, resetting ? Py_True : Py_False);
+    PyObject *error = take_exception();
+    return error == NULL ? NULL : Py_BuildValue("(nONO)", k, Py_None, error, resetting ? Py_True : Py_False);
+}
+
+/* Step env k: NULL with *out set (or an exception) when Python takes over, else 0. */
+static int step_one(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos, PyObject **out)
+{
+    PyObject *action = PySequence_GetItem(actions, k - offset), *reset_result = NULL;
+    if (action == NULL)
+        return -1;
+    if (r->running)
+        *r->running = r->first_index + k + 1;
+    PyObject *call[2] = {PyList_GET_ITEM(r->envs, k), action};
+    PyObject *result = PyObject_VectorcallMethod(STEP_NAME, call, 2, NULL);
+    Py_DECREF(action);
+    if (result == NULL) {
+        *out = to_python(k, NULL, 0);
+        return -1;
+    }
+    const int step = settle_step(r, result, k, &reset_result);
+    if (step == TO_PYTHON) {
+        *out = to_python(k, result, 0);
+        return -1;
+    }
+    Py_DECREF(result);
+    if (step == FAILED) {
+        *out = to_python(k, NULL, 1);
+        return -1;
+    }
+    if (reset_result != NULL) {
+        const int reset = settle_reset(r, reset_result, k);
+        if (reset != STORED) {
+            if (reset == TO_PYTHON)
+                *out = to_python(k, reset_result, 1);
+            else
+                Py_DECREF(reset_result);
+            return -1;
+        }
+        Py_DECREF(reset_result);
+    }
+    PyObject *fresh = PyDict_New();
+    if (fresh == NULL || PyList_Append(infos, fresh) < 0) {
+        Py_XDECREF(fresh);
+        return -1;
+    }
+    Py_DECREF(fresh);
+    if (r->running)
+        *r->running = 0;
+    return 0;
+}
 
 static PyObject *step_quiet(PyObject *self, PyObject *args)
 {
-    PyObject *spec, *actions, *infos;
+    PyObject *spec, *actions, *infos, *out = NULL;
     Py_ssize_t offset, start, stop;
     Rows r;
     (void)self;
@@ -184,36 +282,11 @@ static PyObject *step_quiet(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_IndexError, "step_quiet: envs %zd..%zd of a slice of %zd", start, stop,
                             PyList_GET_SIZE(r.envs));
     }
-    PyObject *out = NULL;
-    for (Py_ssize_t k = start; k < stop; k++) {
-        PyObject *action = PySequence_GetItem(actions, k - offset);
-        if (action == NULL)
-            goto done;
-        if (r.running)
-            *r.running = r.first_index + k + 1;
-        PyObject *call[2] = {PyList_GET_ITEM(r.envs, k), action};
-        PyObject *result = PyObject_VectorcallMethod(STEP_NAME, call, 2, NULL);
-        Py_DECREF(action);
-        if (result == NULL) {
-            PyObject *error = take_exception();
-            if (error != NULL)
-                out = Py_BuildValue("(nON)", k, Py_None, error);
-            goto done;
-        }
-        const int stored = store_quiet(&r, result, k, infos);
-        if (stored <= 0) {
-            if (stored == 0)
-                out = Py_BuildValue("(nNO)", k, result, Py_None);
-            else
-                Py_DECREF(result);
-            goto done;
-        }
-        Py_DECREF(result);
-        if (r.running)
-            *r.running = 0;
-    }
-    out = Py_BuildValue("(nOO)", stop, Py_None, Py_None);
-done:
+    Py_ssize_t k = start;
+    while (k < stop && step_one(&r, actions, offset, k, infos, &out) == 0)
+        k++;
+    if (k == stop)
+        out = Py_BuildValue("(nOOO)", stop, Py_None, Py_None, Py_False);
     release_rows(&r);
     return out;
 }
@@ -230,5 +303,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__step_kernel(void)
 {
     STEP_NAME = PyUnicode_InternFromString("step");
-    return STEP_NAME == NULL ? NULL : PyModule_Create(&module);
+    RESET_NAME = PyUnicode_InternFromString("reset");
+    RESET_KWNAMES = Py_BuildValue("(ss)", "seed", "options");
+    if (STEP_NAME == NULL || RESET_NAME == NULL || RESET_KWNAMES == NULL)
+        return NULL;
+    return PyModule_Create(&module);
 }

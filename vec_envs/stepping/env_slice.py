@@ -180,8 +180,12 @@ class EnvSlice:
         if not all(type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable for a in arrays) \
                 or buffers.rewards.dtype != np.float32 or buffers.dones.dtype != np.bool_:
             return None
-        return (self.envs, buffers.obs, buffers.rewards, buffers.dones, self._running, self.first_index,
-                tuple(USUAL_REWARDS), np.ndarray)
+        terminal = buffers.terminal_obs, buffers.time_limit_truncated
+        if not all(a is None or (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.writeable)
+                   for a in terminal):
+            terminal = None, None
+        return (self.envs, buffers.obs, buffers.rewards, buffers.dones, *terminal, self.reset_infos, self._running,
+                self.first_index, tuple(USUAL_REWARDS), np.ndarray)
 
     def _write(self, k: int, obs: Any, method: str) -> None:
         """Store env ``k``'s observation; a wrong one names the env and the method."""
@@ -194,8 +198,13 @@ class EnvSlice:
         return ObservationError(f"env {self.first_index + k} returned from {method}(): {exc}")
 
     def _reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> None:
-        env, index = self.envs[k], self.first_index + k
-        obs, info = self._call(k, "reset", lambda: check_reset_result(env.reset(seed=seed, options=options), index))
+        env = self.envs[k]
+        self._store_reset(k, self._call(k, "reset", lambda: env.reset(seed=seed, options=options)))
+
+    def _store_reset(self, k: int, result: Any) -> None:
+        """Check env ``k``'s reset ``result``, store its observation and its reset info."""
+        index = self.first_index + k
+        obs, info = self._call(k, "reset", lambda: check_reset_result(result, index))
         self._call(k, "reset", lambda: self._write(k, obs, "reset"))
         self.reset_infos[k] = dict(info)
 
@@ -228,9 +237,9 @@ class EnvSlice:
         infos: list[Info] = []
         k, n = 0, len(self.envs)
         while k < n:  # the C loop stores the quiet envs; each other one is settled here
-            k, result, error = _step_kernel.step_quiet(rows, actions, 0, k, n, infos)  # type: ignore[union-attr]
+            k, result, error, resetting = _step_kernel.step_quiet(rows, actions, 0, k, n, infos)  # type: ignore[union-attr]
             if k < n:
-                infos.append(self._settle(k, result, error))
+                infos.append(self._settle_reset(k, result, error) if resetting else self._settle(k, result, error))
                 k += 1
         return infos
 
@@ -239,8 +248,10 @@ class EnvSlice:
         rows = self._rows
         if rows is not None:
             infos: list[Info] = []
-            done, result, error = _step_kernel.step_quiet(rows, (action,), k, k, k + 1, infos)  # type: ignore[union-attr]
-            return infos[0] if done > k else self._settle(k, result, error)
+            done, result, error, resetting = _step_kernel.step_quiet(rows, (action,), k, k, k + 1, infos)  # type: ignore[union-attr]
+            if done > k:
+                return infos[0]
+            return self._settle_reset(k, result, error) if resetting else self._settle(k, result, error)
         running = self._running
         if running is not None:
             running[0] = self.first_index + k + 1
@@ -273,6 +284,16 @@ class EnvSlice:
         if self._running is not None:
             self._running[0] = 0
         return info
+
+    def _settle_reset(self, k: int, result: Any, error: BaseException | None) -> Info:
+        """Env ``k``'s episode ended and the C loop stored its step and terminal rows: check
+        and store the ``result`` of its reset (or raise the reset's ``error``). Its info."""
+        if error is not None:
+            raise EnvCallFailed(self.first_index + k, "reset") from error
+        self._store_reset(k, result)
+        if self._running is not None:
+            self._running[0] = 0
+        return {}
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
         """Keep env ``k``'s last observation (in ``info``, the caller's copy, or in the
