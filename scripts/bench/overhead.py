@@ -73,6 +73,9 @@ class OverheadArgs:
     step_in_parent: bool = field(default=False, metadata={
         "help": "SubprocVecEnv steps its last slice in the parent, as in_series='auto' does "
                 "(p_net then leaves out that slice's env time, e per step)"})
+    python_loop: bool = field(default=False, metadata={
+        "help": "step every env through EnvSlice's Python loop, in the parent and the workers, as where the C "
+                "loop (vec_envs/stepping/_step_kernel.c) is not built"})
     envs: str = field(default="zero,cartpole", metadata={"help": "comma-separated: zero, cartpole"})
     methods: str = field(default=",".join(METHODS), metadata={"help": f"comma-separated, of {list(METHODS)}"})
     seconds: float = field(default=2.0, metadata={"help": "seconds of each timed window (after a warm-up)"})
@@ -134,9 +137,14 @@ def _counting(spin_until: Callable[..., Any], add: Callable[[float], None]) -> C
     return counted
 
 
-def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int) -> gym.Env:
-    """Env ``index``; in a worker process, first start counting the worker's spins (slot ``index``)."""
+def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int,
+                python_loop: bool = False) -> gym.Env:
+    """Env ``index``; in a worker process, first start counting the worker's spins (slot ``index``).
+    With ``python_loop``, the slice being built steps its envs in Python (it looks for the C
+    loop once its envs are made)."""
     global _worker_spins
+    if python_loop:
+        _without_c_loop()
     if os.getpid() != parent and _worker_spins is None:
         import importlib
 
@@ -149,6 +157,13 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
 
         module.spin_until = _counting(module.spin_until, add)  # type: ignore[attr-defined]
     return make_env(env, index, episode_length=episode_length)
+
+
+def _without_c_loop() -> None:
+    """Make the slices built from now on in this process step their envs in Python."""
+    from vec_envs.stepping import env_slice
+
+    env_slice._step_kernel = None
 
 
 @contextmanager
@@ -275,7 +290,8 @@ def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Step
     """DummyVecEnv, or SubprocVecEnv lock-step or recv/send, on counted envs."""
     from vec_envs import DummyVecEnv, SubprocVecEnv
 
-    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid()) for i in range(args.num_envs)]
+    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(), args.python_loop)
+           for i in range(args.num_envs)]
     if key == "dummy":
         return VecEnvStepper(DummyVecEnv(fns)), "DummyVecEnv"
     options: dict[str, Any] = {"in_series": args.in_series, "step_in_parent": args.step_in_parent}
@@ -429,7 +445,8 @@ def run_overhead(args: OverheadArgs) -> int:
     """Measure every method on every env; print the tables and the projections."""
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), os.environ.get("PYTHONPATH")]))
     cpus = f"planned for {args.cpus} CPUs (VEC_ENVS_CPUS)" if args.cpus else f"{available_cores()} CPUs"
-    print(f"# Overhead per env step: {args.seconds:g} s windows, in_series={args.in_series!r}, {cpus}; "
+    loop = "EnvSlice's Python loop" if args.python_loop else "EnvSlice's C loop where built"
+    print(f"# Overhead per env step: {args.seconds:g} s windows, in_series={args.in_series!r}, {cpus}, {loop}; "
           f"p: driving thread CPU, o: workers' CPU beyond the env, _net: spinning excluded (us per env step)\n")
     with tempfile.TemporaryDirectory() as tmp, planned_cpus(args.cpus):
         spins = SpinFile(str(Path(tmp) / "spins.f64"), args.num_envs)
