@@ -219,7 +219,20 @@ static PyObject *to_python(Py_ssize_t k, PyObject *result, int resetting)
     return error == NULL ? NULL : Py_BuildValue("(nONO)", k, Py_None, error, resetting ? Py_True : Py_False);
 }
 
-/* Step env k: NULL with *out set (or an exception) when Python takes over, else 0. */
+/* Env k's reset after a quiet episode end: 0 stored, else -1 with *out set (Python
+ * settles the reset result) or an exception. Steals `reset_result`. */
+static int finish_reset(Rows *r, Py_ssize_t k, PyObject *reset_result, PyObject **out)
+{
+    const int reset = settle_reset(r, reset_result, k);
+    if (reset == TO_PYTHON) {
+        *out = to_python(k, reset_result, 1);
+        return -1;
+    }
+    Py_DECREF(reset_result);
+    return reset == STORED ? 0 : -1;
+}
+
+/* Step env k: 0 when stored, else -1 with *out set (Python takes over) or an exception. */
 static int step_one(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos, PyObject **out)
 {
     PyObject *action = PySequence_GetItem(actions, k - offset), *reset_result = NULL;
@@ -230,40 +243,25 @@ static int step_one(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k,
     PyObject *call[2] = {PyList_GET_ITEM(r->envs, k), action};
     PyObject *result = PyObject_VectorcallMethod(STEP_NAME, call, 2, NULL);
     Py_DECREF(action);
-    if (result == NULL) {
-        *out = to_python(k, NULL, 0);
-        return -1;
-    }
-    const int step = settle_step(r, result, k, &reset_result);
+    const int step = result == NULL ? FAILED : settle_step(r, result, k, &reset_result);
     if (step == TO_PYTHON) {
         *out = to_python(k, result, 0);
         return -1;
     }
-    Py_DECREF(result);
+    const int stepped = result != NULL;  /* else step() raised; FAILED with a result: reset() raised */
+    Py_XDECREF(result);
     if (step == FAILED) {
-        *out = to_python(k, NULL, 1);
+        *out = to_python(k, NULL, stepped);
         return -1;
     }
-    if (reset_result != NULL) {
-        const int reset = settle_reset(r, reset_result, k);
-        if (reset != STORED) {
-            if (reset == TO_PYTHON)
-                *out = to_python(k, reset_result, 1);
-            else
-                Py_DECREF(reset_result);
-            return -1;
-        }
-        Py_DECREF(reset_result);
-    }
+    if (reset_result != NULL && finish_reset(r, k, reset_result, out) < 0)
+        return -1;
     PyObject *fresh = PyDict_New();
-    if (fresh == NULL || PyList_Append(infos, fresh) < 0) {
-        Py_XDECREF(fresh);
-        return -1;
-    }
-    Py_DECREF(fresh);
-    if (r->running)
+    const int appended = fresh != NULL && PyList_Append(infos, fresh) == 0;
+    Py_XDECREF(fresh);
+    if (appended && r->running)
         *r->running = 0;
-    return 0;
+    return appended ? 0 : -1;
 }
 
 static PyObject *step_quiet(PyObject *self, PyObject *args)
