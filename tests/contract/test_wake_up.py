@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ from tests.faulty_envs import SlowStepEnv
 from tests.helpers import fns_with
 from vec_envs import SubprocVecEnv
 from vec_envs.subproc import lane_batches, wake_up, worker_handle
-from vec_envs.subproc.control import ControlBlock, WorkerLanes
+from vec_envs.subproc.control import ControlBlock, ParentColumn, WorkerLanes
 
 STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
 NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show in ``naps``
@@ -72,6 +73,28 @@ def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
         assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
     finally:
         fd.close()
+
+
+def test_a_worker_writes_once_per_sleep_of_the_parent():
+    block = ControlBlock(np.zeros(ControlBlock.words(4, workers=1), np.int64), n=4, workers=1)
+    fd = wake_up.WakeFd()
+    try:
+        lanes = WorkerLanes(block, 0, 0, 4, wake_up.Waker(block, fd.write_fd).answered)
+        block.parent_row[ParentColumn.TARGET] = 1
+        for sleep in (1, 2):  # the parent's row as ParentSleep writes it, the parent not yet up
+            block.parent_row[ParentColumn.SLEEPING] = sleep
+            for k in range(4):  # every answer past the target
+                lanes.answer(k, sleep, False)
+            assert _writes(fd) == 1
+    finally:
+        fd.close()
+
+
+def _writes(fd: wake_up.WakeFd) -> int:
+    """How many wake-ups were written to ``fd`` since it was last read."""
+    if hasattr(os, "eventfd"):
+        return int.from_bytes(os.read(fd.read_fd, 8), "little")
+    return len(os.read(fd.read_fd, 4096)) // 8
 
 
 def test_a_slice_answered_together_counts_every_env_and_wakes_once():

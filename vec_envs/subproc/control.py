@@ -53,7 +53,7 @@ class WorkerColumn:
 class ParentColumn:
     """The columns of the parent's row (the last row)."""
 
-    SLEEPING = 0  # 1 while it sleeps on the wake fd
+    SLEEPING = 0  # while it sleeps on the wake fd, the number of that sleep (1, 2, ...); 0 awake
     TARGET = 1  # the total of answers (all workers) that ends its sleep
     TOGETHER = 2  # 1: a worker with every env of its slice requested steps and answers them together
     RINGS = 3  # times the parent rang the workers' bell (``wake_up.WorkerBell``)

@@ -5,9 +5,9 @@ wakes nobody. So each worker counts its answers in its row of shared memory,
 and before the parent sleeps it writes in its own row the total it waits for (the
 workers' answers so far plus how many more it needs) and that it sleeps, looks at the
 answers once more, and sleeps on a wake fd (an eventfd; a pipe where there is none)
-together with whatever else it watches (worker sentinels, pipes). A worker whose answer
-brings the total there writes to the fd, so the parent wakes once per batch, not once
-per env. It drains the fd when it wakes. The other way round, a worker sleeps on its pipe
+together with whatever else it watches (worker sentinels, pipes). Its row says which
+sleep it is (they are numbered); a worker whose answer brings the total there writes to
+the fd, once per sleep, so the parent wakes once per batch, not once per env. It drains the fd when it wakes. The other way round, a worker sleeps on its pipe
 and on a ``WorkerBell`` shared by every worker: the parent rings it once per request,
 however many workers sleep (without an eventfd, and after a nap with no answer, it wakes
 each with a WAKE message through its pipe).
@@ -97,7 +97,7 @@ class ParentSleep:
         self.fd = fd
         self._poller = select.poll()
         self._poller.register(fd.read_fd, select.POLLIN)
-        self.wakes = self.naps = 0
+        self.wakes = self.naps = self.sleeps = 0
 
     def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float, wanted: int = 1) -> list[Any]:
         """Say so (``wanted``: how many more answers would do), look at ``done()`` once
@@ -122,7 +122,8 @@ class ParentSleep:
     def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, wanted: int = 1) -> list[int]:
         """``sleep`` on a ``poller`` that watches the wake fd (``poller()``): the other fds ready."""
         self._row[ParentColumn.TARGET] = sum(self._answers) + max(1, wanted)
-        self._row[ParentColumn.SLEEPING] = 1  # after the target: a worker that sees it sees the target
+        self.sleeps += 1
+        self._row[ParentColumn.SLEEPING] = self.sleeps  # after the target: a worker that sees it sees the target
         try:
             if done():
                 return []
@@ -140,16 +141,23 @@ class ParentSleep:
 
 class Waker:
     """A worker's side: after its answers (counted in its row, ``WorkerLanes``), wake the
-    parent if it sleeps for them. ``fd`` is the write end of the parent's ``WakeFd``."""
+    parent if it sleeps for them. ``fd`` is the write end of the parent's ``WakeFd``.
+
+    A worker writes once per sleep of the parent: until the parent is scheduled and says
+    it is awake, its later answers would each write again (dozens per sleep on a busy
+    machine), and one write already wakes it."""
 
     def __init__(self, block: ControlBlock, fd: int) -> None:
         self._answers = answer_counts(block)
         self._parent = block.parent_row.data.cast("B").cast("q")
         self.fd = fd
+        self._woken = 0  # the parent's sleep this worker wrote for last
 
     def answered(self) -> None:
         """Answers were written and counted: wake the parent if they make its total."""
-        if self._parent[ParentColumn.SLEEPING] and sum(self._answers) >= self._parent[ParentColumn.TARGET]:
+        sleep = self._parent[ParentColumn.SLEEPING]
+        if sleep and sleep != self._woken and sum(self._answers) >= self._parent[ParentColumn.TARGET]:
+            self._woken = sleep
             try:
                 os.write(self.fd, _ONE)
             except BlockingIOError:
