@@ -15,6 +15,7 @@ from vec_envs.errors import EnvCallFailed
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.stepping import env_slice
 from vec_envs.stepping.env_slice import EnvSlice
+from vec_envs.stepping.marks import Marks
 
 SPACE = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
 
@@ -49,6 +50,7 @@ RESETS = {
     "quiet": lambda t: (_obs(-t), {"reset": t}),
     "float64 obs": lambda t: (_obs(-t, np.float64), {}),
     "list obs": lambda t: ([-1.0] * 3, {"reset": t}),
+    "quiet, no info": lambda t: (_obs(-t), {}),
 }
 
 
@@ -121,6 +123,62 @@ def test_every_kind_of_result_is_stored_as_the_python_loop_stores_it(terminal, m
     fast = _trace(per_env, True, monkeypatch, terminal)
     slow = _trace(per_env, False, monkeypatch, terminal)
     _same(fast, slow)
+
+
+def _marked_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch) -> list:
+    """Step every env through ``step_marked`` as a recv/send worker does, recording what
+    each call returns, the rows, the marks, and what ``notify`` sees when it is called."""
+    n = len(kinds_per_env)
+    with monkeypatch.context() as patch:
+        if not with_kernel:
+            patch.setattr(env_slice, "_step_kernel", None)
+        envs = EnvSlice([lambda kinds=kinds, i=i: ScriptedEnv(kinds, reset_kind=list(RESETS)[i % len(RESETS)])
+                         for i, kinds in enumerate(kinds_per_env)], first_index=5)
+        envs.attach(BatchBuffers.allocate(SPACE, n, terminal=True))
+        envs.reset()
+        notified: list = []
+        marks = Marks(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+                      lambda: notified.append((marks.cells.copy(), int(marks.tally[0]))))
+        trace = []
+        for step in range(2 * len(KINDS)):
+            marks.values[:] = 2 * step + 2 + np.arange(n)
+            marks.watch[0] = step % 2  # notify() only while the watched word is set
+            actions, returned, k = np.arange(n) % 2, [], 0
+            while k < n:
+                k, info = envs.step_marked(actions[k:], k, k, n, marks)
+                if k < n:
+                    returned.append((k, info, dict(envs.reset_infos[k]) if envs.buffers.dones[k] else None))
+                    k += 1
+            marked = np.flatnonzero(marks.cells == marks.values).tolist()
+            assert sorted(marked + [k for k, _, _ in returned]) == list(range(n))  # each env once, one way
+            buffers = envs.buffers
+            trace.append((returned, marks.cells.copy(), int(marks.tally[0]), buffers.obs.copy(),
+                          buffers.rewards.copy(), buffers.dones.copy(), buffers.terminal_obs.copy(),
+                          buffers.time_limit_truncated.copy()))
+        return trace + [notified]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+def test_step_marked_marks_each_env_with_nothing_to_say_as_the_python_loop_does(monkeypatch):
+    kinds = list(KINDS)
+    per_env = [kinds[i:] + kinds[:i] for i in range(4)] + [["quiet"], ["quiet", "quiet", "terminated"]] * 4
+    fast = _marked_trace(per_env, True, monkeypatch)
+    slow = _marked_trace(per_env, False, monkeypatch)
+    _same(fast, slow)
+    steps, notified = fast[:-1], fast[-1]
+    returned, marked = sum(len(step[0]) for step in steps), steps[-1][2]
+    assert returned > 0 and marked > 0 and returned + marked == len(steps) * len(per_env)
+    assert 0 < len(notified) < marked  # only while watched
+
+
+def test_the_c_loop_refuses_marks_it_cannot_write():
+    envs = EnvSlice([lambda: ScriptedEnv(["quiet"])] * 2)
+    envs.reset()
+    word = np.zeros(1, np.int64)
+    with pytest.raises(ValueError, match="int64 cells and values with a word per env"):
+        envs.step_marked([0, 0], 0, 0, 2, Marks(np.zeros(1, np.int64), np.zeros(2, np.int64), word, word, None))
+    with pytest.raises(ValueError, match="int64 cells"):
+        envs.step_marked([0, 0], 0, 0, 2, Marks(np.zeros(2, np.int32), np.zeros(2, np.int64), word, word, None))
 
 
 def test_infos_of_quiet_envs_are_fresh_dicts():

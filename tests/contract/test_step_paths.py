@@ -151,17 +151,17 @@ def test_a_spin_learns_from_its_waits_at_the_next_budget():
     assert len(unasked._unlearnt) < 100
 
 
-def test_a_spinning_worker_sees_new_lane_requests_as_pending_does():
+def test_a_spinning_worker_sees_new_lane_requests_as_take_pending_does():
     block = ControlBlock(np.zeros(ControlBlock.words(6, workers=2), np.int64), n=6, workers=2)
     lanes = WorkerLanes(block, 1, 2, 5)
     assert not lanes.has_requests()
-    assert len(lanes.pending()) == 0
+    assert len(lanes.take_pending()) == 0
     block.requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
     assert lanes.has_requests()
-    assert lanes.pending().tolist() == [2]
-    lanes.take(2)
+    assert lanes.take_pending().tolist() == [2]
+    assert lanes.seq(2) == 1 and lanes.marks.values[2] == 1 << 1  # what its answer will say
     assert not lanes.has_requests()
-    assert len(lanes.pending()) == 0
+    assert len(lanes.take_pending()) == 0
     block.requested[5] = 1  # another worker's env
     assert not lanes.has_requests()
 
@@ -173,7 +173,7 @@ def test_lock_step_and_recv_send_share_the_lanes():
     parent.set_together(True)
     parent.request(slice(2, 4))  # lock-step: every env of worker 1
     assert worker.together()
-    assert worker.pending().tolist() == [0, 1]
+    assert worker.has_requests()
     worker.answer_all(worker.take_whole(), np.array([0, 1]))
     assert parent.finished(slice(2, 4)).all()
     assert parent.answers(1) == 2
@@ -181,8 +181,8 @@ def test_lock_step_and_recv_send_share_the_lanes():
     parent.set_together(False)
     parent.request(np.array([3]))  # recv/send: one env
     assert not worker.together()
-    assert worker.pending().tolist() == [1]
-    worker.answer(1, worker.take(1), has_message=False)
+    assert worker.take_pending().tolist() == [1]
+    worker.marks.mark(1)  # what the step loop does for an env with nothing to say
     assert parent.finished(np.array([2, 3])).all()
     assert parent.answers(1) == 3
     assert not parent.has_message(3)

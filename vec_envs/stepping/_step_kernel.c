@@ -12,6 +12,12 @@
  * reset observation (of the same kind, with an info dict) stored in the row and a copy of
  * its reset info in `reset_infos`.
  *
+ * With marks (a recv/send worker answering each env as soon as it is done, ``marks.py``),
+ * each env stored here is marked at once: its cell gets its value after its rows are
+ * written, the tally goes up, and notify() is called while the watched word is set. A
+ * reset info with something in it is then handed back like an unusual result, since it
+ * has to be said.
+ *
  * The first result of any other kind (an info, another type, shape or dtype) stops the
  * loop and goes back to EnvSlice, which checks and stores it with all of its Python: an
  * unusual result is never judged here. An exception from step() or reset() does the same
@@ -42,7 +48,74 @@ typedef struct {
     PyObject *reward_types; /* tuple of the reward types taken as they are */
     PyObject *ndarray;      /* numpy.ndarray: only exact arrays are copied */
     Py_ssize_t row_bytes;
+    int talking_resets;     /* hand back a reset whose info has something in it (with marks) */
 } Rows;
+
+/* Where each env stored here is marked done (``marks.py``): the tuple Marks is. */
+typedef struct {
+    Py_buffer cells_view, values_view, tally_view, watch_view;
+    int64_t *cells, *tally;
+    const int64_t *values, *watch;
+    PyObject *notify;       /* called after a mark while *watch is nonzero (NULL: never) */
+} Marks;
+
+static void release_marks(Marks *m)
+{
+    if (m->cells_view.obj) PyBuffer_Release(&m->cells_view);
+    if (m->values_view.obj) PyBuffer_Release(&m->values_view);
+    if (m->tally_view.obj) PyBuffer_Release(&m->tally_view);
+    if (m->watch_view.obj) PyBuffer_Release(&m->watch_view);
+}
+
+/* An int64 buffer of at least `n` words (writable if asked). */
+static int64_t *int64_words(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable)
+{
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (view->itemsize != 8 || view->len < n * 8 || (strcmp(view->format, "q") && strcmp(view->format, "l"))) {
+        PyErr_SetString(PyExc_ValueError, "marks: expected int64 cells and values with a word per env, "
+                        "and int64 tally and watch words");
+        return NULL;
+    }
+    return (int64_t *)view->buf;
+}
+
+static int get_marks(PyObject *spec, Py_ssize_t n, Marks *m)
+{
+    PyObject *cells, *values, *tally, *watch, *notify;
+    memset(m, 0, sizeof(*m));
+    if (!PyArg_ParseTuple(spec, "OOOOO:marks", &cells, &values, &tally, &watch, &notify))
+        return -1;
+    if (!(m->cells = int64_words(cells, &m->cells_view, n, 1))
+        || !(m->values = int64_words(values, &m->values_view, n, 0))
+        || !(m->tally = int64_words(tally, &m->tally_view, 1, 1))
+        || !(m->watch = int64_words(watch, &m->watch_view, 1, 0))) {
+        release_marks(m);
+        return -1;
+    }
+    m->notify = notify == Py_None ? NULL : notify;
+    return 0;
+}
+
+/* Env k is done: its cell gets its value after its rows (another process may be reading
+ * them as soon as it sees the value), then the tally, then notify() if watched. */
+static int mark(Marks *m, Py_ssize_t k)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&m->cells[k], m->values[k], __ATOMIC_RELEASE);
+    __atomic_store_n(m->tally, *m->tally + 1, __ATOMIC_SEQ_CST); /* the watched load comes after it */
+    const int64_t watched = __atomic_load_n(m->watch, __ATOMIC_SEQ_CST);
+#else
+    ((volatile int64_t *)m->cells)[k] = m->values[k];
+    *(volatile int64_t *)m->tally += 1;
+    const int64_t watched = *(volatile const int64_t *)m->watch;
+#endif
+    if (m->notify == NULL || !watched)
+        return 0;
+    PyObject *ok = PyObject_CallNoArgs(m->notify);
+    Py_XDECREF(ok);
+    return ok == NULL ? -1 : 0;
+}
 
 static void release_rows(Rows *r)
 {
@@ -171,6 +244,7 @@ static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset
 static int settle_reset(Rows *r, PyObject *result, Py_ssize_t k)
 {
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2 || !PyDict_CheckExact(PyTuple_GET_ITEM(result, 1))
+        || (r->talking_resets && PyDict_GET_SIZE(PyTuple_GET_ITEM(result, 1)))
         || !store_obs(r, PyTuple_GET_ITEM(result, 0), k))
         return TO_PYTHON;
     PyObject *info = PyDict_Copy(PyTuple_GET_ITEM(result, 1));
@@ -201,9 +275,10 @@ static PyObject *take_exception(void)
 }
 
 PyDoc_STRVAR(step_quiet_doc,
-"step_quiet(rows, actions, offset, start, stop, infos) -> (k, result, error, resetting)\n\n"
+"step_quiet(rows, actions, offset, start, stop, infos, marks=None) -> (k, result, error, resetting)\n\n"
 "Step envs start..stop-1 of rows' slice, env k with actions[k - offset], storing each\n"
-"quiet result (and a quiet end's reset) into the rows and appending a fresh {} to infos.\n"
+"quiet result (and a quiet end's reset) into the rows and appending a fresh {} to infos;\n"
+"with marks (cells, values, tally, watch, notify), marking each such env done at once.\n"
 "Returns (stop, None, None, False) when all were quiet; else the first env k whose\n"
 "step (resetting False) or reset after an episode's end (resetting True) returned\n"
 "something else (result, unstored) or raised an Exception (error), its running slot\n"
@@ -233,7 +308,8 @@ static int finish_reset(Rows *r, Py_ssize_t k, PyObject *reset_result, PyObject 
 }
 
 /* Step env k: 0 when stored, else -1 with *out set (Python takes over) or an exception. */
-static int step_one(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos, PyObject **out)
+static int step_one(Rows *r, Marks *m, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos,
+                    PyObject **out)
 {
     PyObject *action = PySequence_GetItem(actions, k - offset), *reset_result = NULL;
     if (action == NULL)
@@ -261,17 +337,18 @@ static int step_one(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k,
     Py_XDECREF(fresh);
     if (appended && r->running)
         *r->running = 0;
-    return appended ? 0 : -1;
+    return !appended ? -1 : m ? mark(m, k) : 0;
 }
 
 static PyObject *step_quiet(PyObject *self, PyObject *args)
 {
-    PyObject *spec, *actions, *infos, *out = NULL;
+    PyObject *spec, *actions, *infos, *marks_spec = Py_None, *out = NULL;
     Py_ssize_t offset, start, stop;
     Rows r;
+    Marks m;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!OnnnO!:step_quiet", &PyTuple_Type, &spec, &actions, &offset, &start, &stop,
-                          &PyList_Type, &infos))
+    if (!PyArg_ParseTuple(args, "O!OnnnO!|O:step_quiet", &PyTuple_Type, &spec, &actions, &offset, &start, &stop,
+                          &PyList_Type, &infos, &marks_spec))
         return NULL;
     if (get_rows(spec, &r) < 0)
         return NULL;
@@ -280,11 +357,18 @@ static PyObject *step_quiet(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_IndexError, "step_quiet: envs %zd..%zd of a slice of %zd", start, stop,
                             PyList_GET_SIZE(r.envs));
     }
+    r.talking_resets = marks_spec != Py_None;
+    if (r.talking_resets && get_marks(marks_spec, PyList_GET_SIZE(r.envs), &m) < 0) {
+        release_rows(&r);
+        return NULL;
+    }
     Py_ssize_t k = start;
-    while (k < stop && step_one(&r, actions, offset, k, infos, &out) == 0)
+    while (k < stop && step_one(&r, r.talking_resets ? &m : NULL, actions, offset, k, infos, &out) == 0)
         k++;
     if (k == stop)
         out = Py_BuildValue("(nOOO)", stop, Py_None, Py_None, Py_False);
+    if (r.talking_resets)
+        release_marks(&m);
     release_rows(&r);
     return out;
 }

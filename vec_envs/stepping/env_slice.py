@@ -20,7 +20,9 @@ nothing to a worker's reply; whoever reads the batch adds them with ``with_termi
 Where it is built, a C loop (``_step_kernel.c``) steps the envs and stores each quiet
 result (array observation of the space's shape and dtype, usual reward type, no episode
 end, empty info) itself; it hands every other result, and any exception, to ``_settle``,
-the Python path that checks and stores it. Both store the same bits.
+the Python path that checks and stores it. Both store the same bits. ``step_marked``
+steps a run of envs marking each one done as soon as it is (``marks.py``), for workers
+that answer every env on its own.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from vec_envs.errors import EnvCallFailed
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
 from vec_envs.stepping.env_output import USUAL_REWARDS, check_reset_result, check_step_result
+from vec_envs.stepping.marks import Marks
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
@@ -260,6 +263,25 @@ class EnvSlice:
         except Exception as exc:
             raise EnvCallFailed(self.first_index + k, "step") from exc
         return self._settle(k, result, None)
+
+    def step_marked(self, actions: Sequence[Any], offset: int, start: int, stop: int, marks: Marks) -> tuple[int, Info]:
+        """Step envs ``start``, ``start + 1``, ... (env k with ``actions[k - offset]``), marking
+        each with nothing to say done as soon as it is (``marks``), until one has: its place
+        and info, its rows and any reset info stored, unmarked; ``(stop, {})`` if none had."""
+        rows, k = self._rows, start
+        while k < stop:
+            if rows is None:
+                info = self.step_env(k, actions[k - offset])
+            else:  # the C loop marks the quiet envs: k is the first it hands back
+                k, result, error, resetting = _step_kernel.step_quiet(rows, actions, offset, k, stop, [], marks)  # type: ignore[union-attr]
+                if k == stop:
+                    break
+                info = self._settle_reset(k, result, error) if resetting else self._settle(k, result, error)
+            if info or (self._dones[k] and self.reset_infos[k]):
+                return k, info
+            marks.mark(k)
+            k += 1
+        return stop, {}
 
     def _settle(self, k: int, result: Any, error: BaseException | None) -> Info:
         """Check and store env ``k``'s step ``result`` (or raise its ``error``); reset it if

@@ -24,11 +24,12 @@ Example:
     >>> parent, worker = ParentLanes(block), WorkerLanes(block, 0, first=0, stop=3)
     >>> parent.request(np.array([0, 2]))            # after writing their actions
     1
-    >>> worker.pending().tolist(), worker.take(2)
+    >>> worker.take_pending().tolist(), worker.seq(2)
     ([0, 2], 1)
     >>> worker.answer(2, 1, has_message=True)
+    >>> worker.marks.mark(0)                        # what the step loop does for an env with nothing to say
     >>> parent.finished(np.array([0, 2])).tolist(), parent.has_message(2), parent.answers(0)
-    ([False, True], True, 1)
+    ([True, True], True, 2)
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ import platform
 from collections.abc import Callable
 
 import numpy as np
+
+from vec_envs.stepping.marks import Marks
 
 __all__ = ["ControlBlock", "ParentColumn", "ParentLanes", "ROW_WORDS", "WorkerColumn", "WorkerLanes", "answer_counts",
            "supported"]
@@ -175,18 +178,26 @@ class WorkerLanes:
         self.first = first
         self.seen = self.requested.copy()  # the last request taken, per env
         self._first_requested = _int_words(block.requested[first:first + 1])
-        self._requested_words, self._answered_words = _int_words(self.requested), _int_words(self.answered)
+        self._answered_words = _int_words(self.answered)
         self._seen_words = _int_words(self.seen)
         self._row = _int_words(block.worker_rows[w])
         self._parent = _int_words(block.parent_row)
+        answers, sleeping = block.worker_rows[w, WorkerColumn.ANSWERS:], block.parent_row[ParentColumn.SLEEPING:]
+        #: how the step loop answers an env with nothing to say the moment it is done (``answer`` without message)
+        self.marks = Marks(self.answered, np.zeros(len(self.seen), np.int64), answers[:1], sleeping[:1], waker)
 
     def has_requests(self) -> bool:
-        """``len(pending()) > 0`` in ~0.1 us instead of ~1 (a spinning worker asks every turn)."""
+        """Is a request not taken yet? (~0.1 us: a spinning worker asks every turn.)"""
         return self.requested.tobytes() != self.seen.tobytes()
 
-    def pending(self) -> np.ndarray:
-        """The envs with a request not taken yet, in slice order."""
-        return np.flatnonzero(self.requested != self.seen)
+    def take_pending(self) -> np.ndarray:
+        """Take every request not taken yet: the envs (in slice order), each with its
+        answer's value set in ``marks`` (and its number in ``seq``)."""
+        requested = self.requested.copy()  # one look: a request written meanwhile waits for the next
+        pending = np.flatnonzero(requested != self.seen)
+        self.seen[pending] = requested[pending]
+        self.marks.values[pending] = requested[pending] << 1
+        return pending
 
     def rings(self) -> int:
         """Times the parent rang the workers' bell so far."""
@@ -196,10 +207,9 @@ class WorkerLanes:
         """Does the parent want a slice requested whole answered at once (lock-step)?"""
         return bool(self._parent[ParentColumn.TOGETHER])
 
-    def take(self, k: int) -> int:
-        """Take env ``k``'s request: its sequence number."""
-        seq = self._seen_words[k] = self._requested_words[k]
-        return seq
+    def seq(self, k: int) -> int:
+        """The number of env ``k``'s request taken last."""
+        return self._seen_words[k]
 
     def take_whole(self) -> int:
         """Lock-step (``together()``): the parent requests whole slices, one number for all

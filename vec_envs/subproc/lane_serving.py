@@ -4,9 +4,10 @@ A worker answers each env in its lane: it steps (or resets) the env into its row
 the envs' ``EnvMessage`` list through the pipe only when there is something to say
 (infos, an error), then writes the answers. Under ``recv``/``send`` each env is answered
 as soon as it is done, so the parent can take the first envs to finish while the others
-keep stepping. In lock-step (the parent's ``TOGETHER`` column) a worker with its whole
-slice requested steps it in one batch call and answers every env with one store, with
-at most one message for the slice.
+keep stepping: a run of envs requested together is one step loop (``EnvSlice.step_marked``),
+which answers the envs with nothing to say itself (``lanes.marks``). In lock-step (the
+parent's ``TOGETHER`` column) a worker with its whole slice requested steps it in one
+batch call and answers every env with one store, with at most one message for the slice.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pickle
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,12 +58,32 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
         if seq:
             _serve_together(conn, server, lanes, seq)
         return len(lanes.seen) if seq else 0
-    pending = lanes.pending()
-    envs, actions = server.envs, server.shared_actions
-    for k in pending.tolist():
-        seq = lanes.take(k)
-        _answer(conn, lanes, k, seq, _step(envs, k, actions[k].copy()), "step")
+    pending = lanes.take_pending()
+    if len(pending) == 0:
+        return 0
+    breaks = np.flatnonzero(np.diff(pending) != 1) + 1  # runs of consecutive envs: a step loop each
+    for run in np.split(pending, breaks) if len(breaks) else (pending,):
+        _serve_run(conn, server, lanes, int(run[0]), int(run[-1]) + 1)
     return len(pending)
+
+
+def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, start: int, stop: int) -> None:
+    """Step envs ``start:stop``, each answered as soon as it is done: those with nothing to
+    say by the step loop itself (``lanes.marks``), the others here with their message."""
+    envs, actions = server.envs, server.shared_actions[start:stop].copy()
+    k = start
+    while k < stop:
+        try:
+            k, info = envs.step_marked(actions, start, k, stop, lanes.marks)
+        except EnvCallFailed as exc:
+            k = exc.env_index - lanes.first
+            outcome = Outcome(False, WorkerFailure.from_exception(exc, "step"))
+        else:
+            if k == stop:
+                return
+            outcome = Outcome(True, (info, envs.reset_infos[k] if envs.buffers.dones[k] else None))
+        _answer(conn, lanes, k, lanes.seq(k), outcome, "step")
+        k += 1
 
 
 def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seq: int) -> None:
@@ -103,16 +124,6 @@ def _slice_messages(first: int, seq: int, n: int, outcome: Outcome) -> list[EnvM
     infos, reset_infos = reply.infos, reply.reset_infos
     return [EnvMessage(first + k, seq, Outcome(True, (infos.get(k, {}), reset_infos.get(k))))
             for k in sorted({*infos, *reset_infos})]
-
-
-def _step(envs: EnvSlice, k: int, action: Any) -> Outcome | None:
-    """Step env ``k`` into its rows: what its answer has to say (None: nothing)."""
-    try:
-        info = envs.step_env(k, action)
-    except EnvCallFailed as exc:
-        return Outcome(False, WorkerFailure.from_exception(exc, "step"))
-    reset_info = envs.reset_infos[k] if envs.buffers.dones[k] else None
-    return Outcome(True, (info, reset_info)) if info or reset_info else None
 
 
 def async_reset(conn: Connection, envs: EnvSlice, lanes: WorkerLanes, request: AsyncResetRequest) -> None:

@@ -7,10 +7,11 @@ workers' answers so far plus how many more it needs) and that it sleeps, looks a
 answers once more, and sleeps on a wake fd (an eventfd; a pipe where there is none)
 together with whatever else it watches (worker sentinels, pipes). Its row says which
 sleep it is (they are numbered); a worker whose answer brings the total there writes to
-the fd, once per sleep, so the parent wakes once per batch, not once per env. It drains the fd when it wakes. The other way round, a worker sleeps on its pipe
-and on a ``WorkerBell`` shared by every worker: the parent rings it once per request,
-however many workers sleep (without an eventfd, and after a nap with no answer, it wakes
-each with a WAKE message through its pipe).
+the fd, once per sleep, so the parent wakes once per batch, not once per env. It drains
+the fd when it wakes. The other way round, a worker sleeps on its pipe and on a
+``WorkerBell`` shared by every worker: the parent rings it once per request, however
+many workers sleep (without an eventfd, and after a nap with no answer, it wakes each
+with a WAKE message through its pipe).
 
 x86-64 may let the parent's "I sleep" store and a worker's answer cross (each process
 loads before the other's store is seen: StoreLoad), and then nobody writes. The parent
