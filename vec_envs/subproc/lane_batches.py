@@ -17,6 +17,7 @@ The parent's own slice (``step_in_parent``) goes the transport-free way of
 """
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
@@ -76,6 +77,8 @@ class LaneBatches(AsyncBatches):
         terminal = host.buffers.terminal_obs
         self.bulk_ends = type(terminal) is np.ndarray and host.buffers.time_limit_truncated is not None
         self._checked = time.monotonic()  # when recv last looked for dead workers
+        self._sentinels: tuple[int, ...] = ()  # the processes ``_exits`` polls
+        self._exits: Any = None
 
     # ---------------------------------------------------------------- the hooks
     def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None,
@@ -122,7 +125,8 @@ class LaneBatches(AsyncBatches):
         try:
             if time.monotonic() - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
                 self._checked = time.monotonic()
-                self._watch_workers(0.0)
+                if self._any_exited():
+                    self._watch_workers(0.0)
             while self._scan() < count:
                 if self.busy:  # the parent's own slice: step it now
                     self.collect(deadline, timeout)
@@ -134,6 +138,18 @@ class LaneBatches(AsyncBatches):
         except BaseException:
             self.abort()
             raise
+
+    def _any_exited(self) -> bool:
+        """Has any worker process ended? One poll of every sentinel (~2 us), with a poller
+        built again only when a restart brings new processes."""
+        if not hasattr(select, "poll"):
+            return True
+        sentinels = tuple(self._process(w).sentinel for w in np.flatnonzero(self.laned).tolist())
+        if sentinels != self._sentinels:
+            self._sentinels, self._exits = sentinels, select.poll()
+            for fd in sentinels:
+                self._exits.register(fd, select.POLLIN)
+        return bool(self._exits.poll(0))
 
     def _owners(self, env_ids: np.ndarray) -> list[int]:
         """The workers of ``env_ids``, once each."""
