@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 
 from tests.envs import QuietEnv, SeededEnv
 from tests.helpers import assert_same, run_trace
@@ -61,8 +62,10 @@ def test_infos_from_the_workers_and_from_the_parents_slice_are_those_of_in_proce
         assert ours.reset_infos == reference.reset_infos
 
 
-def test_recv_returns_each_ended_env_with_its_own_terminal_observation(closing):
-    venv = closing(SubprocVecEnv(quiet_fns(), in_series=2, batch_size=2))
+@pytest.mark.parametrize("parent_slice", [False, True], ids=["workers only", "with the parent's slice"])
+def test_recv_returns_each_ended_env_with_its_own_terminal_observation(parent_slice, closing):
+    make = with_parent_slice if parent_slice else functools.partial(SubprocVecEnv, in_series=2)
+    venv = closing(make(quiet_fns(), batch_size=2))
     references = quiet_fns()
     envs = [make() for make in references]
     venv.seed(3)

@@ -67,6 +67,7 @@ class LaneBatches(AsyncBatches):
         self.lanes, self.actions = lanes, actions
         self.laned = np.array([not worker.is_local for worker in host.workers])
         self.env_laned = self.laned[self.worker_of]
+        self._laned_workers = np.flatnonzero(self.laned).tolist()
         self.all_laned = bool(self.laned.all())  # no parent's own slice: send and take skip the masks
         self.flying = np.zeros(len(host.worker_of), np.bool_)  # requested, not seen finished yet
         self.resetting = np.zeros(len(host.worker_of), np.bool_)  # the row due is a reset row
@@ -144,7 +145,8 @@ class LaneBatches(AsyncBatches):
         built again only when a restart brings new processes."""
         if not hasattr(select, "poll"):
             return True
-        sentinels = tuple(self._process(w).sentinel for w in np.flatnonzero(self.laned).tolist())
+        workers = self.host.workers
+        sentinels = tuple(workers[w].process.sentinel for w in self._laned_workers)
         if sentinels != self._sentinels:
             self._sentinels, self._exits = sentinels, select.poll()
             for fd in sentinels:
@@ -237,9 +239,10 @@ class LaneBatches(AsyncBatches):
 
     @property
     def quiet_round(self) -> bool:
-        """Can a batch with no message go ``_take_quiet``'s way: every env laned, ends in
-        terminal rows, no reset rows due, no info stored ahead?"""
-        return self.bulk_ends and self.all_laned and not self.any_resetting and not self.infos
+        """Can a batch with no message go ``_take_quiet``'s way: ends in terminal rows, no
+        reset rows due, no info stored ahead? (The parent's own slice stores an info ahead
+        for each of its envs with one, an episode's end included.)"""
+        return self.bulk_ends and not self.any_resetting and not self.infos
 
     def _take_quiet(self, env_ids: np.ndarray, dones: np.ndarray) -> VecEnvRecvReturn:
         """Return ``env_ids`` when none of them has a message: empty infos, and the terminal
