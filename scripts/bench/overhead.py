@@ -7,18 +7,28 @@ EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1:
   same without the time it spent spinning while it waited (``spin_until`` is counted).
 - **o**: CPU of the worker processes per env step beyond the env's own cost ``e``
   (psutil, the process tree); **o_net** the same without the workers' spinning.
+- **p_work**, **o_work**: p_net and o_net without the time spent going to sleep, waking up
+  and waking others (the parent's ``ParentSleep.sleep_polled`` and ``WorkerBell.ring``, a
+  worker's ``_sleep_until_work``): what is left where every process has a core to spin on
+  and nobody sleeps, as on a many-core machine.
 - **e**: CPU per step of one env stepped alone in a plain loop.
+- With ``--time-env-steps``, **e_in**: the env's own CPU per step inside the workers,
+  sampled (``thread_time`` around one env call in ``SAMPLE``, scaled up), beside the same
+  sample taken in the lone loop: where the env itself runs slower in the workers (cold
+  caches, a busy neighbour core), o counts that; ``o_work + e - e_in`` does not.
 
 Spinning is counted by wrapping ``spin_until`` where vec_envs calls it
 (``vec_envs.subproc.lane_batches``, ``vec_envs.subproc.worker_handle`` and
 ``vec_envs.subproc.worker_loop``): in the
 parent for the measurement, and in each worker by the env factory, which adds the
-worker's spin CPU to its slot of a small file the parent reads.
+worker's spin CPU to its slot of a small file the parent reads. Sleeping and waking are
+counted the same way, in a second column of that file.
 
 The model: N envs, C cores, the parent on one of them; lock-step batch time
 ``N*p + N/(C-1)*(e+o) + L`` (L: the latency left over, fitted on this machine),
 asynchronous throughput ``min(1/p, (C-1)/(e+o))``, ceiling ``C/e``; the projection uses
-p_net and o_net (work, not waiting).
+p_net and o_net (work, not waiting), and p_work and o_work for the columns where nobody
+sleeps.
 
 Example:
     >>> at_3 = project(Costs(p=2e-6, o=3e-6, e=5e-6, latency=0.0), num_envs=8, cores=3.0)
@@ -52,6 +62,10 @@ __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 
 SPIN_SITES = ("vec_envs.subproc.lane_batches", "vec_envs.subproc.worker_handle")  # the parent's waits
 WORKER_SPIN_SITE = "vec_envs.subproc.worker_loop"  # a worker's wait for work
+#: (module, class, method): where the parent sleeps on its workers and wakes them
+SLEEP_SITES = (("vec_envs.subproc.wake_up", "ParentSleep", "sleep_polled"),
+               ("vec_envs.subproc.wake_up", "WorkerBell", "ring"))
+WORKER_SLEEP_SITE = "_sleep_until_work"  # in WORKER_SPIN_SITE: a worker's sleep
 WARMUP_S = 0.3
 ACTION_TABLE = 256
 ENV_LABELS = {"zero": "zero-cost env", "cartpole": "CartPole-v1"}
@@ -73,6 +87,9 @@ class OverheadArgs:
     step_in_parent: bool = field(default=False, metadata={
         "help": "SubprocVecEnv steps its last slice in the parent, as in_series='auto' does "
                 "(p_net then leaves out that slice's env time, e per step)"})
+    time_env_steps: bool = field(default=False, metadata={
+        "help": "sample the env's own CPU per step inside the workers (thread_time around one env call in "
+                f"{16}) and in the lone loop alike, and report both"})
     python_loop: bool = field(default=False, metadata={
         "help": "step every env through EnvSlice's Python loop, in the parent and the workers, as where the C "
                 "loop (vec_envs/stepping/_step_kernel.c) is not built"})
@@ -109,37 +126,68 @@ class OverheadArgs:
 
 
 # ---------------------------------------------------------------- counting spins
+SPUN, SLEPT, STEPPED = 0, 1, 2  # the columns of a SpinFile
+COLUMNS = 3
+SAMPLE = 16  # --time-env-steps times one env call in SAMPLE
+
+
 @dataclass
 class SpinFile:
-    """A file of float64 seconds, one slot per env index: each worker adds its spin CPU to its first env's slot."""
+    """A file of float64 seconds, columns of one slot per env index: each worker adds its
+    spin CPU (``SPUN``), its sleeping and waking CPU (``SLEPT``) and its envs' sampled own
+    CPU (``STEPPED``, with ``--time-env-steps``) to its first env's slots."""
 
     path: str
     slots: int
 
-    def read(self) -> float:
-        """Seconds spun so far by every worker."""
-        return float(np.fromfile(self.path, np.float64, self.slots).sum())
+    def read(self, column: int = SPUN) -> float:
+        """Seconds spun (or slept) so far by every worker."""
+        return float(np.fromfile(self.path, np.float64, COLUMNS * self.slots)[column * self.slots:][:self.slots].sum())
 
 
 _worker_spins: np.memmap | None = None  # in a worker: its view of the SpinFile
 
 
-def _counting(spin_until: Callable[..., Any], add: Callable[[float], None]) -> Callable[..., Any]:
-    """``spin_until`` that adds the thread CPU it used to ``add``."""
+def _counting(fn: Callable[..., Any], add: Callable[[float], None]) -> Callable[..., Any]:
+    """``fn`` (``spin_until``, a sleep) that adds the thread CPU it used to ``add``."""
 
-    def counted(ready: Callable[[], Any], seconds: float) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         start = time.thread_time()
         try:
-            return spin_until(ready, seconds)
+            return fn(*args, **kwargs)
         finally:
             add(time.thread_time() - start)
 
     return counted
 
 
+class SampledEnvTime(gym.Wrapper):
+    """Adds ``SAMPLE`` x the thread CPU of one call (step or reset) in ``SAMPLE`` to ``add``:
+    an estimate of the env's own CPU that costs two ``thread_time`` calls per ``SAMPLE`` calls."""
+
+    def __init__(self, env: gym.Env, add: Callable[[float], None]) -> None:
+        super().__init__(env)
+        self._add, self._calls = add, 0
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        self._calls += 1
+        if self._calls % SAMPLE:
+            return call()
+        start = time.thread_time()
+        result = call()
+        self._add(SAMPLE * (time.thread_time() - start))
+        return result
+
+    def step(self, action: Any) -> Any:
+        return self._timed(lambda: self.env.step(action))
+
+    def reset(self, **kwargs: Any) -> Any:
+        return self._timed(lambda: self.env.reset(**kwargs))
+
+
 def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int,
-                python_loop: bool = False) -> gym.Env:
-    """Env ``index``; in a worker process, first start counting the worker's spins (slot ``index``).
+                python_loop: bool = False, time_steps: bool = False) -> gym.Env:
+    """Env ``index``; in a worker process, first start counting the worker's spins and sleeps (slot ``index``).
     With ``python_loop``, the slice being built steps its envs in Python (it looks for the C
     loop once its envs are made)."""
     global _worker_spins
@@ -148,15 +196,27 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
     if os.getpid() != parent and _worker_spins is None:
         import importlib
 
-        _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(spins.slots,))
+        _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(COLUMNS, spins.slots))
         module = importlib.import_module(WORKER_SPIN_SITE)
-        view = _worker_spins
+        spun, slept = _worker_spins[SPUN], _worker_spins[SLEPT]
 
-        def add(seconds: float) -> None:
-            view[index] += seconds
+        def add_spun(seconds: float) -> None:
+            spun[index] += seconds
 
-        module.spin_until = _counting(module.spin_until, add)  # type: ignore[attr-defined]
-    return make_env(env, index, episode_length=episode_length)
+        def add_slept(seconds: float) -> None:
+            slept[index] += seconds
+
+        module.spin_until = _counting(module.spin_until, add_spun)  # type: ignore[attr-defined]
+        setattr(module, WORKER_SLEEP_SITE, _counting(getattr(module, WORKER_SLEEP_SITE), add_slept))
+    made = make_env(env, index, episode_length=episode_length)
+    if time_steps and _worker_spins is not None:
+        stepped = _worker_spins[STEPPED]
+
+        def add_stepped(seconds: float) -> None:
+            stepped[index] += seconds
+
+        return SampledEnvTime(made, add_stepped)
+    return made
 
 
 def _without_c_loop() -> None:
@@ -167,24 +227,28 @@ def _without_c_loop() -> None:
 
 
 @contextmanager
-def parent_spins() -> Iterator[list[float]]:
-    """Count the spinning of this process while inside: ``[seconds]``."""
+def parent_waits() -> Iterator[list[float]]:
+    """Count the spinning, and the sleeping and waking, of this process while inside:
+    ``[spun, slept]`` seconds."""
     import importlib
 
-    total = [0.0]
+    total = [0.0, 0.0]
 
-    def add(seconds: float) -> None:
-        total[0] += seconds
+    def adder(column: int) -> Callable[[float], None]:
+        def add(seconds: float) -> None:
+            total[column] += seconds
+        return add
 
-    modules = [importlib.import_module(name) for name in SPIN_SITES]
-    originals = [m.spin_until for m in modules]
-    for module, original in zip(modules, originals):
-        module.spin_until = _counting(original, add)  # type: ignore[attr-defined]
+    sites = [(importlib.import_module(name), "spin_until", SPUN) for name in SPIN_SITES]
+    sites += [(getattr(importlib.import_module(name), cls), method, SLEPT) for name, cls, method in SLEEP_SITES]
+    originals = [getattr(owner, name) for owner, name, _ in sites]
+    for (owner, name, column), original in zip(sites, originals):
+        setattr(owner, name, _counting(original, adder(column)))
     try:
         yield total
     finally:
-        for module, original in zip(modules, originals):
-            module.spin_until = original  # type: ignore[attr-defined]
+        for (owner, name, _), original in zip(sites, originals):
+            setattr(owner, name, original)
 
 
 @contextmanager
@@ -214,13 +278,16 @@ class Row:
     steps_per_s: float
     p: float
     p_net: float
+    p_work: float
     o: float = float("nan")
     o_net: float = float("nan")
+    o_work: float = float("nan")
+    e_in: float = float("nan")  # --time-env-steps: the env's own CPU per step in the workers
     note: str = ""
 
     def cells(self) -> list[str]:
-        """The table cells: steps/s, then p, p_net, o, o_net in microseconds."""
-        us = [fmt(1e6 * v, ".2f") for v in (self.p, self.p_net, self.o, self.o_net)]
+        """The table cells: steps/s, then p, p_net, p_work, o, o_net, o_work in microseconds."""
+        us = [fmt(1e6 * v, ".2f") for v in (self.p, self.p_net, self.p_work, self.o, self.o_net, self.o_work)]
         return [self.label, fmt(self.steps_per_s), *us, self.note]
 
 
@@ -259,38 +326,59 @@ class Window:
     children: float
     parent_spin: float
     worker_spin: float
+    parent_sleep: float
+    worker_sleep: float
+    worker_env: float
 
 
 def time_window(stepper: Stepper, seconds: float, spins: SpinFile | None) -> Window:
     """Warm up, then step for ``seconds``, reading every CPU counter around the window."""
     actions = stepper.rows(presample(stepper.action_space, stepper.num_envs, ACTION_TABLE, seed=0))
     run_for(stepper.step, actions, WARMUP_S)
-    with parent_spins() as spun:
-        before = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
+    def workers() -> tuple[float, float, float]:
+        return (spins.read(SPUN), spins.read(SLEPT), spins.read(STEPPED)) if spins else (0.0, 0.0, 0.0)
+
+    with parent_waits() as waited:
+        before = (time.thread_time(), time.process_time(), _children_cpu(), *workers())
         calls, wall = run_for(stepper.step, actions, seconds)
-        after = (time.thread_time(), time.process_time(), _children_cpu(), spins.read() if spins else 0.0)
-    thread, process, children, worker_spin = (b - a for a, b in zip(before, after))
-    return Window(calls * stepper.steps_per_call, wall, thread, process, children, spun[0], worker_spin)
+        after = (time.thread_time(), time.process_time(), _children_cpu(), *workers())
+    thread, process, children, worker_spin, worker_sleep, worker_env = (b - a for a, b in zip(before, after))
+    return Window(calls * stepper.steps_per_call, wall, thread, process, children, waited[SPUN], worker_spin,
+                  waited[SLEPT], worker_sleep, worker_env)
 
 
 def env_cost(env: str, episode_length: int) -> float:
     """e: CPU seconds per step of one env stepped alone (resets included)."""
-    stepper = RawStepper(make_env(env, episode_length=episode_length))
+    return _lone_loop(env, episode_length, sampled=False)[0]
+
+
+def _lone_loop(env: str, episode_length: int, sampled: bool) -> tuple[float, float]:
+    """One env stepped alone: the loop's CPU per step and, ``sampled`` (``SampledEnvTime``
+    around the env), the sampled estimate of the env's own part of it."""
+    total = [0.0]
+
+    def add(seconds: float) -> None:
+        total[0] += seconds
+
+    made = make_env(env, episode_length=episode_length)
+    stepper = RawStepper(SampledEnvTime(made, add) if sampled else made)
     stepper.start(seed=0)
     actions = stepper.rows(presample(stepper.action_space, 1, ACTION_TABLE, seed=0))
     run_for(stepper.step, actions, WARMUP_S / 3)
+    total[0] = 0.0
     start = time.thread_time()
     calls, _ = run_for(stepper.step, actions, 0.5)
     cpu = time.thread_time() - start
     stepper.close()
-    return cpu / calls
+    return cpu / calls, total[0] / calls
 
 
 def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Stepper, str]:
     """DummyVecEnv, or SubprocVecEnv lock-step or recv/send, on counted envs."""
     from vec_envs import DummyVecEnv, SubprocVecEnv
 
-    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(), args.python_loop)
+    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(), args.python_loop,
+                   args.time_env_steps)
            for i in range(args.num_envs)]
     if key == "dummy":
         return VecEnvStepper(DummyVecEnv(fns)), "DummyVecEnv"
@@ -348,20 +436,40 @@ def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -
     finally:
         stepper.close()
     p = w.thread / w.steps
-    row = Row(label, w.steps / w.wall, p, p - w.parent_spin / w.steps)
+    p_net = p - w.parent_spin / w.steps
+    row = Row(label, w.steps / w.wall, p, p_net, p_net - w.parent_sleep / w.steps)
     if key == "dummy":
         row.note = "p includes e (the envs step in this thread)"
     elif key.startswith("subproc"):
         row.o, row.o_net = w.children / w.steps - e, (w.children - w.worker_spin) / w.steps - e
+        row.o_work = row.o_net - w.worker_sleep / w.steps
         local = _parent_envs(stepper.venv)  # type: ignore[attr-defined]
+        if args.time_env_steps:
+            row.e_in = w.worker_env / (w.steps * (args.num_envs - local) / args.num_envs)
         if local:
             row.p_net -= e * local / args.num_envs
-            row.note = f"p_net: less the env time of the parent's {local} envs (e x {local}/{args.num_envs})"
+            row.p_work -= e * local / args.num_envs
+            row.note = f"p_net, p_work: less the env time of the parent's {local} envs (e x {local}/{args.num_envs})"
     elif key == "envpool":
         row.o, row.note = (w.process - w.thread) / w.steps, "o: its threads' CPU, its own env included"
     else:
         row.o, row.note = w.children / w.steps - e, "o_net: its workers' spinning is not counted"
     return row
+
+
+def env_time_lines(e: float, lone: tuple[float, float], rows: list[Row]) -> list[str]:
+    """What ``--time-env-steps`` found: the env's own CPU per step alone and in each
+    method's workers (sampled alike), and the workers' CPU beyond that, spinning, sleeping
+    and waking excluded (o_work + e - e_in: no lone loop in it). ``lone``: the sampled lone
+    loop's CPU per step and its estimate of the env's part (their difference: the sampling
+    wrapper's own cost, which the workers pay too)."""
+    loop, alone = lone
+    lines = [f"env's own CPU per step, sampled 1 call in {SAMPLE} with thread_time: alone {1e6 * alone:.2f} us "
+             f"(the sampling wrapper adds {1e6 * (loop - alone):.2f} us per step around it, in o too)"]
+    for row in rows:
+        lines.append(f"- in the workers of {row.label}: e_in {1e6 * row.e_in:.2f} us; the workers' CPU beyond it "
+                     f"(o_work + e - e_in): {1e6 * (row.o_work + e - row.e_in):.2f} us")
+    return lines + [""]
 
 
 # ---------------------------------------------------------------- the model
@@ -406,24 +514,29 @@ def fitted_latency(row: Row, e: float, num_envs: int) -> float:
 
 
 def projection_lines(args: OverheadArgs, rows: dict[str, Row | str], e: float) -> list[str]:
-    """The model's formula and its projection to each of ``--project-cores``."""
+    """The model's formula and its projection to each of ``--project-cores``: from p_net
+    and o_net, and from p_work and o_work (nobody sleeps)."""
     lock, asyn = rows.get("subproc"), rows.get("subproc-async")
     if not isinstance(lock, Row):
         return ["(no projection: SubprocVecEnv lock-step was not measured)"]
     n = args.num_envs
-    costs = Costs(lock.p_net, lock.o_net, e, fitted_latency(lock, e, n))
-    async_costs = Costs(asyn.p_net, asyn.o_net, e, 0.0) if isinstance(asyn, Row) else costs
+    asyn = asyn if isinstance(asyn, Row) else lock
+    latency = fitted_latency(lock, e, n)
+    costs, async_costs = Costs(lock.p_net, lock.o_net, e, latency), Costs(asyn.p_net, asyn.o_net, e, 0.0)
+    work, async_work = Costs(lock.p_work, lock.o_work, e, latency), Costs(asyn.p_work, asyn.o_work, e, 0.0)
     lines = [f"model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); "
              f"ceiling = C/e; with N = {n}, e = {1e6 * e:.2f} us, p = p_net, o = o_net of SubprocVecEnv "
              f"(lock-step p {1e6 * costs.p:.2f} us, o {1e6 * costs.o:.2f} us, L {1e6 * costs.latency:.1f} us fitted "
              f"on these {available_cores()} cores; recv/send p {1e6 * async_costs.p:.2f} us, "
-             f"o {1e6 * async_costs.o:.2f} us)", ""]
+             f"o {1e6 * async_costs.o:.2f} us); the 'work' columns take p = p_work, o = o_work instead", ""]
     rows_out = []
     for cores in args.cores():
         lockstep, asynchronous = project(costs, n, cores), project(async_costs, n, cores)
         rows_out.append([f"{cores:g}", fmt(1e6 * lockstep.lockstep_batch_s, ".1f"), fmt(lockstep.lockstep_steps_per_s),
-                         fmt(asynchronous.async_steps_per_s), fmt(lockstep.ceiling_steps_per_s)])
-    header = ["C (cores)", "lock-step batch us", "lock-step steps/s", "async steps/s", "ceiling steps/s"]
+                         fmt(asynchronous.async_steps_per_s), fmt(project(work, n, cores).lockstep_steps_per_s),
+                         fmt(project(async_work, n, cores).async_steps_per_s), fmt(lockstep.ceiling_steps_per_s)])
+    header = ["C (cores)", "lock-step batch us", "lock-step steps/s", "async steps/s", "lock-step steps/s, work",
+              "async steps/s, work", "ceiling steps/s"]
     return lines + markdown_table(header, rows_out)
 
 
@@ -432,12 +545,15 @@ def _env_table(args: OverheadArgs, env: str, spins: SpinFile) -> list[str]:
     """Every method on ``env``, and the projection."""
     e = env_cost(env, args.episode_length)
     rows = {key: measure(args, env, key, e, spins) for key in args.methods.split(",")}
+    timed = [r for r in rows.values() if isinstance(r, Row) and not math.isnan(r.e_in)]
     length = f", episodes of {args.episode_length} steps" if env == "zero" else ""
     lines = [f"## {ENV_LABELS[env]} x {args.num_envs}{length}: e = {1e6 * e:.2f} us of CPU per step", ""]
-    header = ["method", "steps/s", "p us", "p_net us", "o us", "o_net us", "note"]
-    lines += markdown_table(header, [r.cells() for r in rows.values() if isinstance(r, Row)], "lrrrrrl")
+    header = ["method", "steps/s", "p us", "p_net us", "p_work us", "o us", "o_net us", "o_work us", "note"]
+    lines += markdown_table(header, [r.cells() for r in rows.values() if isinstance(r, Row)], "lrrrrrrrl")
     skipped = [f"- {r}" for r in rows.values() if isinstance(r, str)]
     lines += ["", *skipped, ""] if skipped else [""]
+    if timed:
+        lines += env_time_lines(e, _lone_loop(env, args.episode_length, sampled=True), timed)
     return lines + projection_lines(args, rows, e) + [""]
 
 
@@ -447,10 +563,11 @@ def run_overhead(args: OverheadArgs) -> int:
     cpus = f"planned for {args.cpus} CPUs (VEC_ENVS_CPUS)" if args.cpus else f"{available_cores()} CPUs"
     loop = "EnvSlice's Python loop" if args.python_loop else "EnvSlice's C loop where built"
     print(f"# Overhead per env step: {args.seconds:g} s windows, in_series={args.in_series!r}, {cpus}, {loop}; "
-          f"p: driving thread CPU, o: workers' CPU beyond the env, _net: spinning excluded (us per env step)\n")
+          f"p: driving thread CPU, o: workers' CPU beyond the env, _net: spinning excluded, _work: sleeping and waking "
+          f"excluded too (us per env step)\n")
     with tempfile.TemporaryDirectory() as tmp, planned_cpus(args.cpus):
         spins = SpinFile(str(Path(tmp) / "spins.f64"), args.num_envs)
-        np.zeros(args.num_envs, np.float64).tofile(spins.path)
+        np.zeros(2 * args.num_envs, np.float64).tofile(spins.path)
         for env in args.envs.split(","):
             print("\n".join(_env_table(args, env, spins)), flush=True)
     return 0

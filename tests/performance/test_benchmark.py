@@ -50,7 +50,8 @@ SMOKE = {  # name -> the subcommand of scripts/benchmark.py and its options
     "ale": ["ale", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
     "ray": ["ray", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1", "--pings", "5"],
     "overhead": ["overhead", "--num-envs", "4", "--in-series", "2", "--envs", "zero", "--episode-length", "50",
-                 "--seconds", "0.2", "--methods", "dummy,subproc,subproc-async,envpool", "--project-cores", "3,64"],
+                 "--seconds", "0.2", "--methods", "dummy,subproc,subproc-async,envpool", "--project-cores", "3,64",
+                 "--time-env-steps"],
 }
 
 
@@ -314,15 +315,21 @@ def test_overhead_reports_p_and_o_per_method_and_the_projection(smoke):
     assert "## zero-cost env x 4, episodes of 50 steps: e = " in run.stdout
     assert set(rows) >= {"DummyVecEnv", "SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"}, rows
     for name in ("SubprocVecEnv lock-step", "SubprocVecEnv recv/send 2"):
-        steps_per_s, p, p_net, o, o_net = (float(c.replace(",", "")) for c in rows[name][1:6])
+        steps_per_s, p, p_net, p_work, o, o_net, o_work = (float(c.replace(",", "")) for c in rows[name][1:8])
         assert steps_per_s > 0, rows[name]
-        assert p >= p_net, rows[name]
-        assert o >= o_net, rows[name]
+        assert p >= p_net >= p_work, rows[name]
+        assert o >= o_net >= o_work, rows[name]
+        timed = re.search(rf"^- in the workers of {re.escape(rows[name][0])}: e_in ({NUMBER}) us; the workers' CPU "
+                          rf"beyond it \(o_work \+ e - e_in\): -?{NUMBER} us$", run.stdout, re.M)
+        assert timed and float(timed.group(1)) > 0, run.stdout
+    assert re.search(rf"^env's own CPU per step, sampled 1 call in 16 with thread_time: alone {NUMBER} us \(the "
+                     rf"sampling wrapper adds -?{NUMBER} us per step around it, in o too\)$",
+                     run.stdout, re.M), run.stdout
     envpool_installed = importlib.util.find_spec("envpool") is not None
     assert envpool_installed or "- envpool: not installed (skipped)" in run.stdout
     assert "model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); " \
            "ceiling = C/e" in run.stdout
-    assert re.search(rf"^\| 64 \| {NUMBER} \| {NUMBER} \| {NUMBER} \| {NUMBER} \|$", run.stdout, re.M), run.stdout
+    assert re.search(rf"^\| 64( \| {NUMBER}){{6}} \|$", run.stdout, re.M), run.stdout
 
 
 def test_the_model_projects_lock_step_async_and_ceiling():
