@@ -67,10 +67,28 @@ def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
         assert sleeper.sleep(lambda: False, [], 0.01) == []
         assert (sleeper.wakes, sleeper.naps) == (0, 1)
         answers = [(first, 1), (second, 0), (first, 0)]  # arriving while the parent sleeps for 3 of them
-        sleeper.sleep(lambda: [lanes.answer(k, 2, False) for lanes, k in answers[:2]] and False, [], 0.0, wanted=3)
+        total = sum(sleeper.answers()) + 3
+        sleeper.sleep(lambda: [lanes.answer(k, 2, False) for lanes, k in answers[:2]] and False, [], 0.0, total)
         assert (sleeper.wakes, sleeper.naps) == (0, 2)  # 2 of 3: nobody wrote
-        sleeper.sleep(lambda: [lanes.answer(k, 3, False) for lanes, k in answers] and False, [], NEVER_S, wanted=3)
+        total = sum(sleeper.answers()) + 3
+        sleeper.sleep(lambda: [lanes.answer(k, 3, False) for lanes, k in answers] and False, [], NEVER_S, total)
         assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
+    finally:
+        fd.close()
+
+
+@pytest.mark.timeout(30)  # a total out of reach would sleep NEVER_S
+def test_an_answer_counted_between_the_look_and_the_sleep_leaves_the_total_in_reach():
+    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=2), np.int64), n=2, workers=2)
+    fd = wake_up.WakeFd()
+    try:
+        first = WorkerLanes(block, 0, 0, 1, wake_up.Waker(block, fd.write_fd).answered)
+        second = WorkerLanes(block, 1, 1, 2, wake_up.Waker(block, fd.write_fd).answered)
+        sleeper = wake_up.ParentSleep(block, fd)
+        total = sum(sleeper.answers()) + 2  # the parent's look: it waits for both workers
+        first.answer(0, 1, has_message=False)  # answered before the sleep begins
+        sleeper.sleep(lambda: second.answer(0, 1, has_message=False) and False, [], NEVER_S, total)
+        assert (sleeper.wakes, sleeper.naps) == (1, 0)  # the second answer made the total and wrote
     finally:
         fd.close()
 
@@ -105,7 +123,7 @@ def test_a_slice_answered_together_counts_every_env_and_wakes_once():
         sleeper = wake_up.ParentSleep(block, fd)
         block.requested[:] = 1
         seq = lanes.take_whole()
-        sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, wanted=3)
+        sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, total=3)
         assert (sleeper.wakes, sleeper.naps) == (1, 0)
         assert block.answered.tolist() == [2, 3, 2]
         assert not lanes.has_requests()

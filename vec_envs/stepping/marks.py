@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from vec_envs.spaces.fence import full_fence
+
 __all__ = ["Marks"]
 
 
@@ -40,5 +42,6 @@ class Marks(NamedTuple):
         """Env ``k`` is done (its rows are written)."""
         self.cells[k] = self.values[k]
         self.tally[0] += 1
+        full_fence()  # the tally before the watched word, as the C loop does
         if self.notify is not None and self.watch[0]:
             self.notify()

@@ -16,8 +16,10 @@ descriptor, ``wake_up.py``); the parent says there that it sleeps, the total of 
 waits for, and whether a worker should answer a whole slice together (lock-step).
 
 Ordering: x86-64 keeps stores in order as seen from another core, so a new request means
-the action is there, and an answer means the rows and the message are. Other CPUs use the
-pipes only (``supported()``).
+the action is there, and an answer means the rows and the message are. Where a side
+stores and then loads what the other stores (who sleeps, the requests, the answers), a
+full fence stands between (``spaces/fence.py``; ``wake_up.py`` says where). Other CPUs use
+the pipes only (``supported()``).
 
 Example:
     >>> block = ControlBlock(np.zeros(ControlBlock.words(3, workers=1), np.int64), n=3, workers=1)
@@ -38,6 +40,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vec_envs.spaces.fence import full_fence
 from vec_envs.stepping.marks import Marks
 
 __all__ = ["ControlBlock", "ParentColumn", "ParentLanes", "ROW_WORDS", "WorkerColumn", "WorkerLanes", "answer_counts",
@@ -115,6 +118,7 @@ class ParentLanes:
         self._top = seq = self._top + 1
         self.expected[env_ids] = seq
         self.requested[env_ids] = seq
+        full_fence()  # before the caller looks who sleeps: a worker going to sleep sees the request, or is seen
         return seq
 
     def reset_seqs(self, env_ids: np.ndarray) -> list[int]:
@@ -242,4 +246,8 @@ class WorkerLanes:
             self._waker()
 
     def set_sleeping(self, asleep: bool) -> None:
+        """Say whether this worker sleeps; going to sleep, before it looks at the lanes once
+        more (a request written meanwhile is seen there, or the parent sees the sleeper)."""
         self._row[WorkerColumn.SLEEPING] = int(asleep)
+        if asleep:
+            full_fence()

@@ -208,7 +208,9 @@ class LaneBatches(AsyncBatches):
         envs, on the wake fd the workers answer on); True if one died."""
         by_sentinel = {self._process(w).sentinel: w for w in self._owners(np.flatnonzero(self.flying))}
         if wanted and self.sleeper is not None:
-            dead = self.sleeper.sleep(self._any_finished, list(by_sentinel), seconds, wanted)
+            # answers counted but not scanned yet end the sleep through _any_finished
+            total = sum(self.sleeper.answers()) + max(1, wanted)
+            dead = self.sleeper.sleep(self._any_finished, list(by_sentinel), seconds, total)
         else:
             dead = wait(list(by_sentinel), seconds) if by_sentinel else []
         for sentinel in dead:

@@ -203,7 +203,7 @@ class LaneLockStep:
             self._poller = sleeper.poller([w.process.sentinel for w in self.workers if isinstance(w, SubprocWorker)])
         while True:
             answers = sum(self._answers)
-            if sleeper.sleep_polled(self._state, self._poller, wake_up.FALLBACK_S, max(1, self._target - answers)):
+            if sleeper.sleep_polled(self._state, self._poller, wake_up.FALLBACK_S, self._target):
                 return 0
             state = self._state()
             if state:

@@ -14,10 +14,14 @@ many workers sleep (without an eventfd, and after a nap with no answer, it wakes
 with a WAKE message through its pipe).
 
 x86-64 may let the parent's "I sleep" store and a worker's answer cross (each process
-loads before the other's store is seen: StoreLoad), and then nobody writes. The parent
-therefore sleeps at most ``FALLBACK_S`` before it looks again: a missed wake-up costs a
-few milliseconds, never a hang. The same crossing may leave a worker asleep on a request
-it did not see; the parent, after such a nap, wakes the workers that still owe answers.
+loads before the other's store is seen: StoreLoad), and then nobody would write; the same
+crossing could leave a worker asleep on a request it did not see. Each side therefore
+puts a full fence between its store and its load (``spaces/fence.py``): after the parent's
+"I sleep" and before its last look, after a worker's count and before it reads the
+parent's row, after a request and before the parent looks who sleeps, after a worker's
+"I sleep" and before its last look at the lanes. The parent still sleeps at most
+``FALLBACK_S`` before it looks again, and after such a nap wakes the workers that still
+owe answers: a wake-up lost any other way costs a few milliseconds, never a hang.
 
 Example:
     >>> import numpy as np
@@ -26,7 +30,7 @@ Example:
     >>> waker = Waker(block, wake.write_fd)              # in each worker
     >>> sleeper = ParentSleep(block, wake)
     >>> waker.answered()                                 # the parent is awake: no write
-    >>> sleeper.sleep(lambda: False, [], 0.001, wanted=2)   # nobody answers: a nap
+    >>> sleeper.sleep(lambda: False, [], 0.001, total=2)    # nobody answers: a nap
     []
     >>> sleeper.wakes, sleeper.naps
     (0, 1)
@@ -39,12 +43,13 @@ import select
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from vec_envs.spaces.fence import full_fence
 from vec_envs.subproc.control import ControlBlock, ParentColumn, answer_counts
 
 __all__ = ["BELLS", "FALLBACK_S", "ParentSleep", "WakeFd", "Waker", "WorkerBell", "supported"]
 
 BELLS = 4  # eventfds of the workers' bell, rung in turn
-FALLBACK_S = 0.005  # the longest a parent sleeps between looks (a wake-up lost to StoreLoad)
+FALLBACK_S = 0.005  # the longest a parent sleeps between looks (a wake-up lost all the same)
 _ONE = (1).to_bytes(8, "little")  # what an eventfd write takes (a pipe takes it as well)
 
 
@@ -100,14 +105,19 @@ class ParentSleep:
         self._poller.register(fd.read_fd, select.POLLIN)
         self.wakes = self.naps = self.sleeps = 0
 
-    def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float, wanted: int = 1) -> list[Any]:
-        """Say so (``wanted``: how many more answers would do), look at ``done()`` once
-        more, then sleep; the ``watched`` objects (fds or objects with ``fileno()``) ready."""
+    def sleep(self, done: Callable[[], Any], watched: Sequence[Any], seconds: float,
+              total: int | None = None) -> list[Any]:
+        """Say so (``total``: the workers' answers, all counted, that would do; None: one
+        more than now), look at ``done()`` once more, then sleep; the ``watched`` objects
+        (fds or objects with ``fileno()``) ready.
+
+        ``total`` is a number of answers, not how many more: one counted between the
+        caller's look and the sleep must not move it out of reach."""
         by_fd = {(w if isinstance(w, int) else w.fileno()): w for w in watched}
         for fd in by_fd:
             self._poller.register(fd, select.POLLIN)
         try:
-            ready = self.sleep_polled(done, self._poller, seconds, wanted)
+            ready = self.sleep_polled(done, self._poller, seconds, total)
         finally:
             for fd in by_fd:
                 self._poller.unregister(fd)
@@ -120,11 +130,16 @@ class ParentSleep:
             poller.register(fd, select.POLLIN)
         return poller
 
-    def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, wanted: int = 1) -> list[int]:
+    def answers(self) -> list[int]:
+        """Each worker's answers so far (one look at them all)."""
+        return self._answers.tolist()
+
+    def sleep_polled(self, done: Callable[[], Any], poller: Any, seconds: float, total: int | None = None) -> list[int]:
         """``sleep`` on a ``poller`` that watches the wake fd (``poller()``): the other fds ready."""
-        self._row[ParentColumn.TARGET] = sum(self._answers) + max(1, wanted)
+        self._row[ParentColumn.TARGET] = sum(self._answers) + 1 if total is None else total
         self.sleeps += 1
         self._row[ParentColumn.SLEEPING] = self.sleeps  # after the target: a worker that sees it sees the target
+        full_fence()  # before the last look: an answer is seen by it, or the answering worker sees the sleep
         try:
             if done():
                 return []
@@ -156,6 +171,7 @@ class Waker:
 
     def answered(self) -> None:
         """Answers were written and counted: wake the parent if they make its total."""
+        full_fence()  # after the count, before the parent's row (see ParentSleep.sleep_polled)
         sleep = self._parent[ParentColumn.SLEEPING]
         if sleep and sleep != self._woken and sum(self._answers) >= self._parent[ParentColumn.TARGET]:
             self._woken = sleep

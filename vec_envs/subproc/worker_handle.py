@@ -61,6 +61,16 @@ def _wake_sleepers(workers: Sequence[SubprocWorker]) -> None:
                 pass  # its sentinel says so
 
 
+def _answers_due(counts: list[int], stepping: Sequence[SubprocWorker]) -> int:
+    """The total of answers, over every worker (``counts``: one look at them), at which
+    each worker of ``stepping`` has answered its slice (at least one more than now)."""
+    due = list(counts)
+    for w in stepping:
+        if w.lanes is not None:
+            due[w.index] = max(w._lane_target, counts[w.index] + 1)
+    return sum(due)
+
+
 def describe_exit(code: int | None) -> str:
     """How a worker process ended, from its exit code (None: still running)."""
     if code is None:
@@ -245,8 +255,8 @@ class SubprocWorker(Worker):
             remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
             pause = nap if remaining is None else (remaining if nap is None else min(nap, remaining))
             if sleeper is not None and pause is not None:
-                wanted = sum(max(1, w._lane_target - w.lanes.answers(w.index)) for w in stepping if w.lanes)
-                found = sleeper.sleep(lambda: any(w._ready() for w in stepping), list(by_handle), pause, wanted)
+                found = sleeper.sleep(lambda: any(w._ready() for w in stepping), list(by_handle), pause,
+                                      _answers_due(sleeper.answers(), stepping))
             else:
                 found = wait(list(by_handle), pause)
             ready = {id(by_handle[h]): by_handle[h] for h in found}
