@@ -5,6 +5,8 @@ import functools
 import gc
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import psutil
@@ -56,13 +58,22 @@ def test_step_waiting_on_the_lanes_is_woken_by_the_answers(no_fallback, closing)
     assert sleeper.wakes >= steps
 
 
-def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
-    block = ControlBlock(np.zeros(ControlBlock.words(4, workers=2), np.int64), n=4, workers=2)
+@contextmanager
+def _parent_and_two_workers(envs_each: int) -> Iterator[tuple[wake_up.ParentSleep, WorkerLanes, WorkerLanes]]:
+    """The parent's sleep and two workers' lanes of ``envs_each`` envs, over one control block."""
+    n = 2 * envs_each
+    block = ControlBlock(np.zeros(ControlBlock.words(n, workers=2), np.int64), n=n, workers=2)
     fd = wake_up.WakeFd()
     try:
-        first = WorkerLanes(block, 0, 0, 2, wake_up.Waker(block, fd.write_fd).answered)
-        second = WorkerLanes(block, 1, 2, 4, wake_up.Waker(block, fd.write_fd).answered)
-        sleeper = wake_up.ParentSleep(block, fd)
+        yield (wake_up.ParentSleep(block, fd),
+               WorkerLanes(block, 0, 0, envs_each, wake_up.Waker(block, fd.write_fd).answered),
+               WorkerLanes(block, 1, envs_each, n, wake_up.Waker(block, fd.write_fd).answered))
+    finally:
+        fd.close()
+
+
+def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
+    with _parent_and_two_workers(envs_each=2) as (sleeper, first, second):
         first.answer(0, 1, has_message=False)  # nobody sleeps: nothing is written
         assert sleeper.sleep(lambda: False, [], 0.01) == []
         assert (sleeper.wakes, sleeper.naps) == (0, 1)
@@ -73,24 +84,15 @@ def test_workers_write_once_their_answers_make_what_the_parent_waits_for():
         total = sum(sleeper.answers()) + 3
         sleeper.sleep(lambda: [lanes.answer(k, 3, False) for lanes, k in answers] and False, [], NEVER_S, total)
         assert (sleeper.wakes, sleeper.naps) == (1, 2)  # the third wrote: no minute-long sleep
-    finally:
-        fd.close()
 
 
 @pytest.mark.timeout(30)  # a total out of reach would sleep NEVER_S
 def test_an_answer_counted_between_the_look_and_the_sleep_leaves_the_total_in_reach():
-    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=2), np.int64), n=2, workers=2)
-    fd = wake_up.WakeFd()
-    try:
-        first = WorkerLanes(block, 0, 0, 1, wake_up.Waker(block, fd.write_fd).answered)
-        second = WorkerLanes(block, 1, 1, 2, wake_up.Waker(block, fd.write_fd).answered)
-        sleeper = wake_up.ParentSleep(block, fd)
+    with _parent_and_two_workers(envs_each=1) as (sleeper, first, second):
         total = sum(sleeper.answers()) + 2  # the parent's look: it waits for both workers
         first.answer(0, 1, has_message=False)  # answered before the sleep begins
         sleeper.sleep(lambda: second.answer(0, 1, has_message=False) and False, [], NEVER_S, total)
         assert (sleeper.wakes, sleeper.naps) == (1, 0)  # the second answer made the total and wrote
-    finally:
-        fd.close()
 
 
 def test_a_worker_writes_once_per_sleep_of_the_parent():
