@@ -18,6 +18,15 @@ step_kernel = Extension(
     optional=True,
 )
 
+# recv/send's per-env look at the lanes (a worker's new requests, the parent's answers) in
+# one pass each. Optional too: without it vec_envs/subproc/control.py does it with NumPy.
+lanes_kernel = Extension(
+    "vec_envs.subproc._lanes_kernel",
+    sources=["vec_envs/subproc/_lanes_kernel.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
 extras = {
     "atari": ["ale-py>=0.12"],  # 0.12: the C++ vector engine with same-step auto-reset (ALEVecEnv)
     "ray": ["ray>=2.9"],
@@ -45,7 +54,7 @@ setup(
     license="MIT",
     packages=find_packages(include=["vec_envs", "vec_envs.*", "wrappers", "wrappers.*"]),
     package_data={"vec_envs": ["py.typed", "API.md"], "wrappers": ["py.typed"]},
-    ext_modules=[rms_kernel, step_kernel],
+    ext_modules=[rms_kernel, step_kernel, lanes_kernel],
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.24",

@@ -151,17 +151,17 @@ def test_a_spin_learns_from_its_waits_at_the_next_budget():
     assert len(unasked._unlearnt) < 100
 
 
-def test_a_spinning_worker_sees_new_lane_requests_as_take_pending_does():
+def test_a_spinning_worker_sees_new_lane_requests_as_take_runs_does():
     block = ControlBlock(np.zeros(ControlBlock.words(6, workers=2), np.int64), n=6, workers=2)
     lanes = WorkerLanes(block, 1, 2, 5)
     assert not lanes.has_requests()
-    assert len(lanes.take_pending()) == 0
+    assert lanes.take_runs() == []
     block.requested[4] = 1  # the parent sends env 4 (the worker's k = 2)
     assert lanes.has_requests()
-    assert lanes.take_pending().tolist() == [2]
+    assert lanes.take_runs() == [(2, 3)]
     assert lanes.seq(2) == 1 and lanes.marks.values[2] == 1 << 1  # what its answer will say
     assert not lanes.has_requests()
-    assert len(lanes.take_pending()) == 0
+    assert lanes.take_runs() == []
     block.requested[5] = 1  # another worker's env
     assert not lanes.has_requests()
 
@@ -181,7 +181,7 @@ def test_lock_step_and_recv_send_share_the_lanes():
     parent.set_together(False)
     parent.request(np.array([3]))  # recv/send: one env
     assert not worker.together()
-    assert worker.take_pending().tolist() == [1]
+    assert worker.take_runs() == [(1, 2)]
     worker.marks.mark(1)  # what the step loop does for an env with nothing to say
     assert parent.finished(np.array([2, 3])).all()
     assert parent.answers(1) == 3

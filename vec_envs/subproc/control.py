@@ -26,8 +26,8 @@ Example:
     >>> parent, worker = ParentLanes(block), WorkerLanes(block, 0, first=0, stop=3)
     >>> parent.request(np.array([0, 2]))            # after writing their actions
     1
-    >>> worker.take_pending().tolist(), worker.seq(2)
-    ([0, 2], 1)
+    >>> worker.take_runs(), worker.seq(2)           # runs of consecutive envs: (start, stop)
+    ([(0, 1), (2, 3)], 1)
     >>> worker.answer(2, 1, has_message=True)
     >>> worker.marks.mark(0)                        # what the step loop does for an env with nothing to say
     >>> parent.finished(np.array([0, 2])).tolist(), parent.has_message(2), parent.answers(0)
@@ -37,11 +37,18 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
 from vec_envs.spaces.fence import full_fence
 from vec_envs.stepping.marks import Marks
+
+_lanes_kernel: ModuleType | None
+try:  # the optional C pass over the lanes, built by setup.py when it can be
+    from vec_envs.subproc import _lanes_kernel
+except ImportError:
+    _lanes_kernel = None
 
 __all__ = ["ControlBlock", "ParentColumn", "ParentLanes", "ROW_WORDS", "WorkerColumn", "WorkerLanes", "answer_counts",
            "supported"]
@@ -140,9 +147,24 @@ class ParentLanes:
         """Which of ``env_ids`` have answered their last request (a bool mask)."""
         return (self.answered[env_ids] >> 1) == self.expected[env_ids]
 
-    def finished_of(self, flying: np.ndarray) -> np.ndarray:
-        """Which envs of the mask ``flying`` have answered (a mask over every env: no gathers)."""
-        return flying & ((self.answered >> 1) == self.expected)
+    def scan(self, flying: np.ndarray, unread: np.ndarray, ready: list[int]) -> int:
+        """Find the envs of the mask ``flying`` that answered: each leaves ``flying``, is
+        ``unread`` if a message went with its answer, and is appended to ``ready`` (in index
+        order); how many."""
+        if _lanes_kernel is not None:
+            return _lanes_kernel.scan(self.answered, self.expected, flying, unread, ready)
+        answered = self.answered.copy()  # one look
+        done = (flying & ((answered >> 1) == self.expected)).nonzero()[0]
+        flying[done] = False
+        unread[done] = answered[done] & 1
+        ready.extend(done.tolist())
+        return len(done)
+
+    def count_finished(self, flying: np.ndarray) -> int:
+        """How many envs of the mask ``flying`` have answered (``scan`` would find them)."""
+        if _lanes_kernel is not None:
+            return _lanes_kernel.count_finished(self.answered, self.expected, flying)
+        return int(np.count_nonzero(flying & ((self.answered >> 1) == self.expected)))
 
     def has_message(self, i: int) -> bool:
         """Did a pipe message go with env ``i``'s last answer?"""
@@ -194,14 +216,18 @@ class WorkerLanes:
         """Is a request not taken yet? (~0.1 us: a spinning worker asks every turn.)"""
         return self.requested.tobytes() != self.seen.tobytes()
 
-    def take_pending(self) -> np.ndarray:
-        """Take every request not taken yet: the envs (in slice order), each with its
-        answer's value set in ``marks`` (and its number in ``seq``)."""
+    def take_runs(self) -> list[tuple[int, int]]:
+        """Take every request not taken yet: the runs ``(start, stop)`` of consecutive envs
+        so taken (in slice order), each env with its answer's value set in ``marks`` (and its
+        number in ``seq``)."""
+        if _lanes_kernel is not None:
+            return _lanes_kernel.take_runs(self.requested, self.seen, self.marks.values)
         requested = self.requested.copy()  # one look: a request written meanwhile waits for the next
-        pending = np.flatnonzero(requested != self.seen)
-        self.seen[pending] = requested[pending]
-        self.marks.values[pending] = requested[pending] << 1
-        return pending
+        pending = requested != self.seen
+        np.copyto(self.seen, requested, where=pending)
+        np.left_shift(requested, 1, out=self.marks.values, where=pending)
+        edges = np.flatnonzero(np.diff(pending, prepend=False, append=False))  # where runs start and stop
+        return [(int(start), int(stop)) for start, stop in edges.reshape(-1, 2).tolist()]
 
     def rings(self) -> int:
         """Times the parent rang the workers' bell so far."""

@@ -165,20 +165,16 @@ class LaneBatches(AsyncBatches):
     # ------------------------------------------------------------------ the work
     def _scan(self) -> int:
         """Move the envs that finished into ``ready``; how many are ready now."""
-        done = self.lanes.finished_of(self.flying).nonzero()[0]
-        if len(done):
-            self.flying[done] = False
-            self.unread[done] = self.lanes.answered[done] & 1
-            self.ready.extend(done.tolist())
+        self.lanes.scan(self.flying, self.unread, self.ready)
         return len(self.ready)
 
     def _any_finished(self) -> bool:
-        return bool(np.count_nonzero(self.lanes.finished_of(self.flying)))
+        return self.lanes.count_finished(self.flying) > 0
 
     def _finished(self, wanted: int) -> Callable[[], bool]:
         """A test that ``wanted`` envs in flight have finished (a spin waits for them all: one
         scan then takes them, not one scan per env)."""
-        return lambda: int(np.count_nonzero(self.lanes.finished_of(self.flying))) >= wanted
+        return lambda: self.lanes.count_finished(self.flying) >= wanted
 
     def _wait(self, deadline: float | None, wanted: int) -> bool:
         """Until an env finishes (True) or ``deadline`` passes (False), ``wanted`` envs

@@ -58,13 +58,11 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
         if seq:
             _serve_together(conn, server, lanes, seq)
         return len(lanes.seen) if seq else 0
-    pending = lanes.take_pending()
-    if len(pending) == 0:
-        return 0
-    breaks = np.flatnonzero(np.diff(pending) != 1) + 1  # runs of consecutive envs: a step loop each
-    for run in np.split(pending, breaks) if len(breaks) else (pending,):
-        _serve_run(conn, server, lanes, int(run[0]), int(run[-1]) + 1)
-    return len(pending)
+    stepped = 0
+    for start, stop in lanes.take_runs():  # runs of consecutive envs: a step loop each
+        _serve_run(conn, server, lanes, start, stop)
+        stepped += stop - start
+    return stepped
 
 
 def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, start: int, stop: int) -> None:

@@ -1,0 +1,88 @@
+"""recv/send's C pass over the lanes (``_lanes_kernel.c``) finds and writes exactly what
+control.py's NumPy code does where it is not built: a worker's new requests as runs, the
+parent's answered envs in flight."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vec_envs.subproc import control
+from vec_envs.subproc.control import ControlBlock, ParentLanes, WorkerLanes
+
+needs_kernel = pytest.mark.skipif(control._lanes_kernel is None, reason="the C pass over the lanes is not built")
+N, WORKERS = 13, 2
+
+
+@pytest.fixture(params=["C", "NumPy"])
+def pass_over_lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test below runs with the C pass and with the NumPy code."""
+    if request.param == "C" and control._lanes_kernel is None:
+        pytest.skip("the C pass over the lanes is not built")
+    if request.param == "NumPy":
+        monkeypatch.setattr(control, "_lanes_kernel", None)
+    return str(request.param)
+
+
+def _block() -> ControlBlock:
+    return ControlBlock(np.zeros(ControlBlock.words(N, WORKERS), np.int64), n=N, workers=WORKERS)
+
+
+@pytest.mark.parametrize("pattern", [[], [0], [12], [0, 1, 2], [2, 3, 7, 9, 10, 11, 12], list(range(N))])
+def test_a_worker_takes_each_new_request_once_as_runs(pass_over_lanes: str, pattern: list[int]) -> None:
+    block = _block()
+    lanes = WorkerLanes(block, 0, 0, N)
+    block.requested[:] = 5
+    lanes.take_runs()  # everything taken: only the pattern below is new
+    block.requested[pattern] = 6
+    runs = lanes.take_runs()
+    assert [k for start, stop in runs for k in range(start, stop)] == pattern
+    assert all(stop > start for start, stop in runs)
+    assert all(a_stop < b_start for (_, a_stop), (b_start, _) in zip(runs, runs[1:]))  # maximal runs
+    assert [lanes.seq(k) for k in range(N)] == [6 if k in pattern else 5 for k in range(N)]
+    assert lanes.marks.values[pattern].tolist() == [6 << 1] * len(pattern)
+    assert lanes.take_runs() == []
+
+
+def test_a_worker_sees_only_its_own_lanes(pass_over_lanes: str) -> None:
+    block = _block()
+    lanes = WorkerLanes(block, 1, 4, 9)
+    block.requested[[3, 4, 8, 9]] = 1  # 3 and 9 are other workers' envs
+    assert lanes.take_runs() == [(0, 1), (4, 5)]
+
+
+def test_the_parent_finds_the_answered_envs_in_flight(pass_over_lanes: str) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        block = _block()
+        parent = ParentLanes(block)
+        parent.expected[:] = rng.integers(1, 4, N)
+        answer = rng.integers(0, 4, N)
+        block.answered[:] = answer << 1 | rng.integers(0, 2, N)
+        flying = rng.random(N) < 0.7
+        unread = np.zeros(N, np.bool_)
+        ready = [99]
+        want = np.flatnonzero(flying & (answer == parent.expected)).tolist()
+        still = flying & (answer != parent.expected)
+        assert parent.count_finished(flying) == len(want)
+        assert parent.scan(flying, unread, ready) == len(want)
+        assert ready == [99] + want
+        assert flying.tolist() == still.tolist()
+        assert np.flatnonzero(unread).tolist() == [i for i in want if block.answered[i] & 1]
+        assert parent.count_finished(flying) == 0
+
+
+@needs_kernel
+def test_the_c_pass_refuses_arrays_it_cannot_read() -> None:
+    kernel = control._lanes_kernel
+    assert kernel is not None
+    words, flags = np.zeros(4, np.int64), np.zeros(4, np.bool_)
+    with pytest.raises(ValueError, match="int64"):
+        kernel.take_runs(np.zeros(4, np.int32), words, words.copy())
+    with pytest.raises(ValueError, match="flying must be a 1-D bool"):
+        kernel.count_finished(words, words, np.zeros(4, np.int8))
+    with pytest.raises(ValueError, match="has 3 envs"):
+        kernel.scan(words, words, flags, np.zeros(3, np.bool_), [])
+    read_only = np.zeros(4, np.int64)
+    read_only.flags.writeable = False
+    with pytest.raises((BufferError, ValueError)):  # take_runs writes what it takes
+        kernel.take_runs(words, read_only, words.copy())
