@@ -71,6 +71,23 @@ def test_the_parent_finds_the_answered_envs_in_flight(pass_over_lanes: str) -> N
         assert parent.count_finished(flying) == 0
 
 
+@pytest.mark.parametrize("talks", [[], [7], [0, 12]])
+def test_the_parent_takes_the_first_ready_envs_with_their_dones(pass_over_lanes: str, talks: list[int]) -> None:
+    block = _block()
+    parent = ParentLanes(block)
+    block.answered[:] = 3 << 1
+    block.answered[talks] |= 1
+    dones = np.arange(N) % 3 == 0
+    ready = [7, 0, 12, 4, 5]
+    env_ids, their_dones, talking = parent.first_ready(ready, 3, dones)
+    assert env_ids.dtype == np.int64 and env_ids.tolist() == [7, 0, 12]
+    assert their_dones.tolist() == [False, True, True]
+    assert talking == bool(talks)
+    assert ready == [7, 0, 12, 4, 5]  # the caller takes them off
+    empty, no_dones, nobody = parent.first_ready(ready, 0, dones)
+    assert len(empty) == len(no_dones) == 0 and not nobody
+
+
 @needs_kernel
 def test_the_c_pass_refuses_arrays_it_cannot_read() -> None:
     kernel = control._lanes_kernel
@@ -86,3 +103,7 @@ def test_the_c_pass_refuses_arrays_it_cannot_read() -> None:
     read_only.flags.writeable = False
     with pytest.raises((BufferError, ValueError)):  # take_runs writes what it takes
         kernel.take_runs(words, read_only, words.copy())
+    with pytest.raises(ValueError, match="first_ready"):  # more envs than are ready
+        kernel.first_ready([1], words, flags, np.zeros(2, np.int64), np.zeros(2, np.bool_))
+    with pytest.raises(IndexError, match="env 9 of 4"):
+        kernel.first_ready([9], words, flags, np.zeros(1, np.int64), np.zeros(1, np.bool_))

@@ -149,6 +149,8 @@ def slice_batch(batch: VecEnvObs, start: int, stop: int) -> VecEnvObs:
 
 def take_rows(batch: VecEnvObs, indices: np.ndarray) -> VecEnvObs:
     """Rows ``indices`` of every leaf, in that order (copies; a list for list leaves)."""
+    if type(batch) is np.ndarray:  # the usual case: one leaf
+        return batch[indices]
     return map_leaves(lambda leaf: [leaf[i] for i in indices] if isinstance(leaf, list) else leaf[indices], batch)
 
 

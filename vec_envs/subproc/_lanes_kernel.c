@@ -16,6 +16,9 @@
  *     message waits in the pipe) and i is appended to the list ready; returns how many.
  * count_finished(answered, expected, flying) -> int
  *     How many envs scan() would find now (a test while waiting; nothing is written).
+ * first_ready(ready, answered, dones, env_ids, their_dones) -> bool
+ *     The first len(env_ids) envs of the list ready into env_ids (int64), their dones into
+ *     their_dones; True if any of them answered with a message.
  *
  * Each shared word (requested, answered) is read once, with an acquire load: what the
  * other side wrote before it (the action, the rows) is seen after it.
@@ -168,7 +171,52 @@ static PyObject *count_finished(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(found);
 }
 
+PyDoc_STRVAR(first_ready_doc, "first_ready(ready, answered, dones, env_ids, their_dones) -> bool: the first envs of "
+             "ready, their dones, and whether any has a message.");
+
+static PyObject *first_ready(PyObject *self, PyObject *args)
+{
+    PyObject *ready, *objs[4];
+    Py_buffer v[4];
+    static const int writable[4] = {0, 0, 1, 1};
+    static const char *const names[4] = {"answered", "dones", "env_ids", "their_dones"};
+    if (!PyArg_ParseTuple(args, "O!OOOO:first_ready", &PyList_Type, &ready, &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    for (int j = 0; j < 4; j++) {
+        if (get_words(objs[j], &v[j], writable[j], "q?q?"[j], names[j]) < 0) {
+            release_all(j, v);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = v[0].shape[0], count = v[2].shape[0];
+    if (v[1].shape[0] != n || v[3].shape[0] != count || count > PyList_GET_SIZE(ready)) {
+        release_all(4, v);
+        return PyErr_Format(PyExc_ValueError, "first_ready: %zd envs of %zd ready, into %zd dones, over %zd envs",
+                            count, PyList_GET_SIZE(ready), v[3].shape[0], n);
+    }
+    const int64_t *answered = v[0].buf;
+    const char *dones = v[1].buf;
+    int64_t *env_ids = v[2].buf;
+    char *their_dones = v[3].buf;
+    int talking = 0;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(ready, j));
+        if (i < 0 || i >= n) {
+            release_all(4, v);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_IndexError, "first_ready: env %zd of %zd envs", i, n);
+            return NULL;
+        }
+        env_ids[j] = i;
+        their_dones[j] = dones[i];
+        talking |= (int)(__atomic_load_n(&answered[i], __ATOMIC_ACQUIRE) & 1);
+    }
+    release_all(4, v);
+    return PyBool_FromLong(talking);
+}
+
 static PyMethodDef methods[] = {
+    {"first_ready", first_ready, METH_VARARGS, first_ready_doc},
     {"take_runs", take_runs, METH_VARARGS, take_runs_doc},
     {"scan", scan, METH_VARARGS, scan_doc},
     {"count_finished", count_finished, METH_VARARGS, count_finished_doc},

@@ -160,6 +160,15 @@ class ParentLanes:
         ready.extend(done.tolist())
         return len(done)
 
+    def first_ready(self, ready: list[int], count: int, dones: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The first ``count`` envs of ``ready`` (an int64 array), their ``dones``, and
+        whether any of them answered with a message."""
+        if _lanes_kernel is not None:
+            env_ids, their_dones = np.empty(count, np.int64), np.empty(count, np.bool_)
+            return env_ids, their_dones, _lanes_kernel.first_ready(ready, self.answered, dones, env_ids, their_dones)
+        env_ids = np.array(ready[:count], np.int64)
+        return env_ids, dones[env_ids], bool(np.count_nonzero(self.answered[env_ids] & 1))
+
     def count_finished(self, flying: np.ndarray) -> int:
         """How many envs of the mask ``flying`` have answered (``scan`` would find them)."""
         if _lanes_kernel is not None:

@@ -216,11 +216,10 @@ class LaneBatches(AsyncBatches):
     def take(self, count: int) -> VecEnvRecvReturn:
         """Read what the envs about to be returned have to say (vectorized: only the envs
         with a message, a reset or an episode's end cost Python work), then return them."""
-        env_ids = np.array(self.ready[:count], np.int64)
-        dones = self.host.buffers.dones[env_ids]
-        talking = self.lanes.answered[env_ids] & 1
-        if self.quiet_round and not talking.any():
+        env_ids, dones, any_talking = self.lanes.first_ready(self.ready, count, self.host.buffers.dones)
+        if self.quiet_round and not any_talking:
             return self._take_quiet(env_ids, dones)
+        talking = self.lanes.answered[env_ids] & 1
         due = talking | dones
         if self.any_resetting:
             due |= self.resetting[env_ids]
