@@ -12,6 +12,7 @@
     python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
     python scripts/benchmark.py step-path                 # the files and functions one SubprocVecEnv.step() runs
     python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
+    python scripts/benchmark.py wake-penalty --busy 2     # what a sleep costs the code run after it
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -29,12 +30,14 @@ from bench.micro import (
     InteropArgs,
     RayArgs,
     SliceLoopArgs,
+    WakePenaltyArgs,
     WrappersArgs,
     run_agent_pause,
     run_ale,
     run_interop,
     run_ray,
     run_slice_loop,
+    run_wake_penalty,
     run_wrappers,
 )
 from bench.multiagent import MultiagentArgs, run_multiagent
@@ -55,6 +58,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "multiagent": (MultiagentArgs, run_multiagent),
     "step-path": (StepPathArgs, run_step_path),
     "slice-loop": (SliceLoopArgs, run_slice_loop),
+    "wake-penalty": (WakePenaltyArgs, run_wake_penalty),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),

@@ -1,5 +1,6 @@
 """The focused measurements: ALEVecEnv on W4, the wrapper stack, the interop adapters, Ray,
-an agent that pauses between steps, the slice's step loop. Each is an ``Args`` dataclass (a subcommand of
+an agent that pauses between steps, the slice's step loop, what a sleep costs the code run
+after it. Each is an ``Args`` dataclass (a subcommand of
 ``scripts/benchmark.py``) and a ``run_*`` function that measures and prints its table.
 
 Contenders that are compared take turns (rounds alternate, repeats go round-robin), so
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +33,8 @@ from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
 from vec_envs.cli.args import in_series_arg
 
 __all__ = ["AleArgs", "run_ale", "WrappersArgs", "run_wrappers", "InteropArgs", "run_interop", "RayArgs",
-           "run_ray", "AgentPauseArgs", "run_agent_pause", "SliceLoopArgs", "run_slice_loop"]
+           "run_ray", "AgentPauseArgs", "run_agent_pause", "SliceLoopArgs", "run_slice_loop", "WakePenaltyArgs",
+           "run_wake_penalty"]
 
 BACKENDS: dict[str, Any] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 CELL_TIMEOUT_S = 300.0
@@ -456,4 +459,73 @@ def run_slice_loop(args: SliceLoopArgs) -> int:
     print("\n".join(markdown_table(["loop", "median us", "best us", "over the plain loop (median)"], rows)))
     if "EnvSlice, C loop" not in loops:
         print("\nthe C loop is not built here (vec_envs/stepping/_step_kernel.c): pip install -e . with a C compiler")
+    return 0
+
+
+# ------------------------------------------------------------------ wake penalty
+@dataclass
+class WakePenaltyArgs:
+    """What a sleep costs the code run after it: the CPU of one parent-like batch of
+    bookkeeping right after sleeping, against the same work back to back."""
+
+    sleeps_ms: str = field(default="0,0.05,0.3,1,3", metadata={"help": "comma-separated sleeps before each batch "
+                                                                       "of work, in ms (0: back to back)"})
+    busy: int = field(default=0, metadata={"help": "processes stepping CartPole-v1 meanwhile, as workers do"})
+    num_envs: int = field(default=256, metadata={"help": "envs the bookkeeping is for (N)"})
+    rounds: int = field(default=300, metadata={"help": "batches of work per sleep"})
+
+    def __post_init__(self) -> None:
+        _at_least_one(num_envs=self.num_envs, rounds=self.rounds)
+        if self.busy < 0 or any(float(ms) < 0 for ms in self.sleeps_ms.split(",")):
+            raise ValueError(f"--busy and --sleeps-ms must be >= 0; received {self.busy}, {self.sleeps_ms!r}")
+
+
+_BUSY_LOOP = """import gymnasium as gym
+env = gym.make("CartPole-v1"); env.reset(seed=0)
+while True:
+    if any(env.step(0)[2:4]):
+        env.reset()
+"""
+
+
+def _bookkeeping(num_envs: int) -> Callable[[], Any]:
+    """A parent's per-batch work: NumPy over the lanes, the infos, the rows (no syscalls)."""
+    answered, expected = np.zeros(num_envs, np.int64), np.zeros(num_envs, np.int64)
+    rows, dones = np.zeros((num_envs, 4), np.float32), np.zeros(num_envs, np.bool_)
+    quiet = bytes(8 * num_envs)
+
+    def work() -> Any:
+        finished = (answered >> 1) == expected
+        same = answered.tobytes() == quiet
+        infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        ended = dones.nonzero()[0]
+        return finished, same, infos, ended, rows.copy(), dones.copy()
+    return work
+
+
+def run_wake_penalty(args: WakePenaltyArgs) -> int:
+    """A row per sleep: median µs of CPU of the work after it, and its ratio to back to back."""
+    sleeps = [float(ms) / 1000 for ms in args.sleeps_ms.split(",")]
+    work = _bookkeeping(args.num_envs)
+    busy = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP]) for _ in range(args.busy)]
+    try:
+        time.sleep(2.0 if busy else 0.0)  # the busy processes import gymnasium first
+        cpu: dict[float, list[float]] = {s: [] for s in sleeps}
+        for _ in range(args.rounds):  # the sleeps take turns: drift hits them alike
+            for s in sleeps:
+                if s:
+                    time.sleep(s)
+                start = time.thread_time()
+                work()
+                cpu[s].append(1e6 * (time.thread_time() - start))
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    hot = statistics.median(cpu[0.0]) if 0.0 in cpu else None
+    rows = [[f"{1000 * s:g}", f"{statistics.median(us):.1f}",
+             "n/a" if hot is None else f"{statistics.median(us) / hot:.2f}"] for s, us in cpu.items()]
+    print(f"a parent's bookkeeping for {args.num_envs} envs after each sleep, {args.rounds} rounds, "
+          f"{args.busy} processes stepping CartPole-v1 meanwhile, {os.cpu_count()} CPUs; us of CPU\n")
+    print("\n".join(markdown_table(["sleep ms", "work us (median)", "x back to back"], rows)))
     return 0

@@ -46,6 +46,7 @@ SMOKE = {  # name -> the subcommand of scripts/benchmark.py and its options
                   "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
     "agent_pause": ["agent-pause", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
     "slice_loop": ["slice-loop", "--env", "zero", "--num-envs", "3", "--rounds", "2", "--steps", "5"],
+    "wake_penalty": ["wake-penalty", "--sleeps-ms", "0,1", "--busy", "1", "--rounds", "5"],
     "wrappers": ["wrappers", "--env", "synthetic", "--backend", "subproc", "--steps", "2", "--rounds", "4"],
     "ale": ["ale", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
     "ray": ["ray", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1", "--pings", "5"],
@@ -184,7 +185,9 @@ def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
     ("ale", r"\| ale-py AtariVectorEnv \(raw engine\) \| \d+ \| \d+ \| - \|"),
     ("slice_loop", rf"\| plain loop \| {NUMBER} \| {NUMBER} \| \+0\.00 \|\n"
                    rf"\| EnvSlice, C loop \| {NUMBER} \| {NUMBER} \| [+-]{NUMBER} \|\n\| EnvSlice, Python loop \|"),
-], ids=["agent_pause", "wrappers", "ray", "ale", "slice_loop"])
+    ("wake_penalty", rf"1 processes stepping CartPole-v1 meanwhile.*\| 0 \| {NUMBER} \| 1\.00 \|\n"
+                     rf"\| 1 \| {NUMBER} \| {NUMBER} \|"),
+], ids=["agent_pause", "wrappers", "ray", "ale", "slice_loop", "wake_penalty"])
 def test_each_subcommand_prints_its_table(smoke, name, pattern):
     done, _ = smoke(name)
     assert done.returncode == 0, done.stderr[-3000:]
