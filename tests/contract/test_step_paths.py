@@ -8,6 +8,7 @@ at the next ``budget()``; a spinning worker looks at its env lanes by their byte
 from __future__ import annotations
 
 import functools
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -16,9 +17,12 @@ from tests.envs import SeededEnv
 from tests.faulty_envs import SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
+from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.subproc.control import ControlBlock, ParentLanes, WorkerLanes
+from vec_envs.subproc.lane_serving import serve_requests
 from vec_envs.subproc.spin_wait import SPIN_MAX_S, SPIN_MIN_S, Spin
 from vec_envs.workers.protocol import Command
+from vec_envs.workers.slice_server import SliceServer
 from wrappers import VecNormalize
 
 LEAN_BACKENDS = [
@@ -174,7 +178,9 @@ def test_lock_step_and_recv_send_share_the_lanes():
     parent.request(slice(2, 4))  # lock-step: every env of worker 1
     assert worker.together()
     assert worker.has_requests()
-    worker.answer_all(worker.take_whole(), np.array([0, 1]))
+    assert worker.take_runs() == [(0, 2)]
+    worker.marks.mark(0)
+    worker.answer(1, worker.seq(1), has_message=True)
     assert parent.finished(slice(2, 4)).all()
     assert parent.answers(1) == 2
     assert parent.has_message(3)
@@ -186,3 +192,33 @@ def test_lock_step_and_recv_send_share_the_lanes():
     assert parent.finished(np.array([2, 3])).all()
     assert parent.answers(1) == 3
     assert not parent.has_message(3)
+
+
+def test_lock_step_workers_send_the_messages_of_a_wake_up_in_one_and_recv_send_workers_one_per_env():
+    """Lock-step (the parent waits for the whole batch): one pipe message for every env of
+    a worker that had something to say, each answered after it; recv/send: one per env,
+    each answered as soon as it is done."""
+    n = 3
+    block = ControlBlock(np.zeros(ControlBlock.words(n, workers=1), np.int64), n=n, workers=1)
+    parent, lanes = ParentLanes(block), WorkerLanes(block, 0, 0, n)
+    server = SliceServer([SeededEnv] * n, 0)
+    server.attach(BatchBuffers.allocate(server.envs.observation_space, n, terminal=True), np.zeros(n, np.int64))
+    server.envs.reset([0, 1, 2])
+    parent_end, worker_end = multiprocessing.Pipe()
+    try:
+        for together, sends in ((True, 1), (False, n)):  # SeededEnv says {"t": t} at even steps
+            parent.set_together(together)
+            for talks in (False, True):
+                seq = parent.request(slice(0, n))
+                assert serve_requests(worker_end, server, lanes) == n
+                messages = []
+                while parent_end.poll():
+                    messages.append(parent_end.recv())
+                assert len(messages) == (sends if talks else 0)
+                assert sorted(m.env for batch in messages for m in batch) == ([0, 1, 2] if talks else [])
+                assert block.answered.tolist() == [seq << 1 | talks] * n
+        assert parent.answers(0) == 4 * n
+    finally:
+        server.close_quietly()
+        parent_end.close()
+        worker_end.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import select
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,15 +118,23 @@ def _writes(fd: wake_up.WakeFd) -> int:
     return len(os.read(fd.read_fd, 4096)) // 8
 
 
-def test_a_slice_answered_together_counts_every_env_and_wakes_once():
+def test_a_slice_answered_env_by_env_wakes_the_parent_once_at_its_last_answer():
     block = ControlBlock(np.zeros(ControlBlock.words(3, workers=1), np.int64), n=3, workers=1)
     fd = wake_up.WakeFd()
     try:
         lanes = WorkerLanes(block, 0, 0, 3, wake_up.Waker(block, fd.write_fd).answered)
         sleeper = wake_up.ParentSleep(block, fd)
         block.requested[:] = 1
-        seq = lanes.take_whole()
-        sleeper.sleep(lambda: lanes.answer_all(seq, np.array([0, 1, 0])) and False, [], NEVER_S, total=3)
+        assert lanes.take_runs() == [(0, 3)]
+
+        def answer_all() -> bool:
+            lanes.marks.mark(0)
+            lanes.answer(1, lanes.seq(1), has_message=True)
+            assert not select.select([fd.read_fd], [], [], 0)[0]  # two answers of three: no wake-up yet
+            lanes.marks.mark(2)
+            return False
+
+        sleeper.sleep(answer_all, [], NEVER_S, total=3)
         assert (sleeper.wakes, sleeper.naps) == (1, 0)
         assert block.answered.tolist() == [2, 3, 2]
         assert not lanes.has_requests()

@@ -68,7 +68,7 @@ class ParentColumn:
 
     SLEEPING = 0  # while it sleeps on the wake fd, the number of that sleep (1, 2, ...); 0 awake
     TARGET = 1  # the total of answers (all workers) that ends its sleep
-    TOGETHER = 2  # 1: a worker with every env of its slice requested steps and answers them together
+    TOGETHER = 2  # 1 (lock-step): a worker sends what its envs had to say in one message, after them all
     RINGS = 3  # times the parent rang the workers' bell (``wake_up.WorkerBell``)
 
 
@@ -192,7 +192,8 @@ class ParentLanes:
         return bool(np.count_nonzero(self._sleeping if workers is None else self._sleeping[workers]))
 
     def set_together(self, together: bool) -> None:
-        """Lock-step (True): a worker whose whole slice is requested answers it at once."""
+        """Lock-step (True): the parent waits for the whole batch, so a worker sends what its
+        envs had to say in one message, after stepping them all (recv/send: one per env, at once)."""
         self.together = together
         self._parent[ParentColumn.TOGETHER] = int(together)
 
@@ -212,7 +213,6 @@ class WorkerLanes:
         self._waker = waker  # called after each answer: wakes the parent if it sleeps for it
         self.first = first
         self.seen = self.requested.copy()  # the last request taken, per env
-        self._first_requested = _int_words(block.requested[first:first + 1])
         self._answered_words = _int_words(self.answered)
         self._seen_words = _int_words(self.seen)
         self._row = _int_words(block.worker_rows[w])
@@ -243,21 +243,12 @@ class WorkerLanes:
         return self._parent[ParentColumn.RINGS]
 
     def together(self) -> bool:
-        """Does the parent want a slice requested whole answered at once (lock-step)?"""
+        """Lock-step: does the parent wait for the whole batch (the envs that talk then share one message)?"""
         return bool(self._parent[ParentColumn.TOGETHER])
 
     def seq(self, k: int) -> int:
         """The number of env ``k``'s request taken last."""
         return self._seen_words[k]
-
-    def take_whole(self) -> int:
-        """Lock-step (``together()``): the parent requests whole slices, one number for all
-        its envs; take it once every env shows it (0: not yet: the parent is writing it)."""
-        seq = self._first_requested[0]
-        if self.requested.tobytes() != seq.to_bytes(8, "little") * len(self.seen):
-            return 0
-        self.seen.fill(seq)
-        return seq
 
     def skip_all(self) -> None:
         """Drop every request not taken (an async reset replaces them)."""
@@ -267,16 +258,6 @@ class WorkerLanes:
         """Env ``k`` finished request ``seq``; its message, if any, is sent already."""
         self._answered_words[k] = seq << 1 | has_message
         self._row[WorkerColumn.ANSWERS] += 1
-        if self._waker is not None:
-            self._waker()
-
-    def answer_all(self, seq: int, has_message: np.ndarray | None = None) -> None:
-        """Every env finished request ``seq`` (one store); messages are sent already."""
-        if has_message is None:
-            self.answered.fill(seq << 1)
-        else:
-            self.answered[:] = seq << 1 | has_message
-        self._row[WorkerColumn.ANSWERS] += len(self.seen)
         if self._waker is not None:
             self._waker()
 

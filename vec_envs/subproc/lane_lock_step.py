@@ -1,8 +1,8 @@
 """LaneLockStep: a lock-step ``step()`` of every worker at once through the env lanes.
 
 The parent writes every action into shared memory and requests every env with one
-number (``control.py``: each worker sees its whole slice requested and answers it
-together), then waits on the whole batch at once: one bytes comparison of the answer
+number (``control.py``: each worker steps its whole slice in one loop, the envs with
+something to say sharing one message), then waits on the whole batch at once: one bytes comparison of the answer
 lanes says every env answered with nothing to say. That common case costs the parent the
 same few NumPy calls whatever the number of workers; the envs whose episode ended get
 their terminal rows with one fancy index. Anything else (an env with an info, a failure,

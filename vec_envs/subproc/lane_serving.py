@@ -5,9 +5,9 @@ the envs' ``EnvMessage`` list through the pipe only when there is something to s
 (infos, an error), then writes the answers. Under ``recv``/``send`` each env is answered
 as soon as it is done, so the parent can take the first envs to finish while the others
 keep stepping: a run of envs requested together is one step loop (``EnvSlice.step_marked``),
-which answers the envs with nothing to say itself (``lanes.marks``). In lock-step (the
-parent's ``TOGETHER`` column) a worker with its whole slice requested steps it in one
-batch call and answers every env with one store, with at most one message for the slice.
+which answers the envs with nothing to say itself (``lanes.marks``). Lock-step is the same
+loop over the whole slice; as the parent waits for the whole batch there (its ``TOGETHER``
+column), the envs with something to say share one message, sent after the last env.
 """
 from __future__ import annotations
 
@@ -17,13 +17,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import NamedTuple
 
-import numpy as np
-
 from vec_envs.errors import EnvCallFailed
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.subproc.control import WorkerLanes
 from vec_envs.subproc.unpicklable import unpicklable_reply
-from vec_envs.workers.protocol import Command, Outcome, StepReply, WorkerFailure
+from vec_envs.workers.protocol import Outcome, WorkerFailure
 from vec_envs.workers.slice_server import SliceServer
 
 __all__ = ["AsyncResetRequest", "EnvMessage", "async_reset", "serve_requests"]
@@ -52,22 +50,26 @@ class EnvMessage(NamedTuple):
 
 
 def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> int:
-    """Step every env with a new request, answering each when done; how many were stepped."""
-    if lanes.together():  # lock-step: whole slices only (0: the request is still being written)
-        seq = lanes.take_whole()
-        if seq:
-            _serve_together(conn, server, lanes, seq)
-        return len(lanes.seen) if seq else 0
+    """Step every env with a new request; how many were stepped. Each env is answered as
+    soon as it is done, except in lock-step (``together()``: the parent waits for the whole
+    batch anyway), where the envs with something to say share one message, sent last."""
+    held: list[EnvMessage] | None = [] if lanes.together() else None
     stepped = 0
     for start, stop in lanes.take_runs():  # runs of consecutive envs: a step loop each
-        _serve_run(conn, server, lanes, start, stop)
+        _serve_run(conn, server, lanes, start, stop, held)
         stepped += stop - start
+    if held:
+        _send(conn, held, "step")
+        for message in held:
+            lanes.answer(message.env - lanes.first, message.seq, True)
     return stepped
 
 
-def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, start: int, stop: int) -> None:
+def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, start: int, stop: int,
+               held: list[EnvMessage] | None) -> None:
     """Step envs ``start:stop``, each answered as soon as it is done: those with nothing to
-    say by the step loop itself (``lanes.marks``), the others here with their message."""
+    say by the step loop itself (``lanes.marks``), the others here with their message (or,
+    ``held``, later with the others')."""
     envs, actions = server.envs, server.shared_actions[start:stop].copy()
     k = start
     while k < stop:
@@ -80,48 +82,11 @@ def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes,
             if k == stop:
                 return
             outcome = Outcome(True, (info, envs.reset_infos[k] if envs.buffers.dones[k] else None))
-        _answer(conn, lanes, k, lanes.seq(k), outcome, "step")
-        k += 1
-
-
-def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, seq: int) -> None:
-    """Step the whole slice in one call; one message for the envs with something to say."""
-    envs = server.slice
-    if envs is not None and server.startup_failure is None:  # the usual case, without a reply built
-        try:
-            infos = envs.step(server.shared_actions.copy())
-        except Exception as exc:
-            outcome = Outcome(False, WorkerFailure.from_exception(exc, "step"))
+        if held is None:
+            _answer(conn, lanes, k, lanes.seq(k), outcome, "step")
         else:
-            if not any(infos) and not any(envs.reset_infos[k] for k in envs.ended(infos)):
-                lanes.answer_all(seq)
-                return
-            outcome = Outcome(True, server.step_reply(infos))
-    else:
-        outcome = server.handle(Command.STEP, None)
-    messages = _slice_messages(lanes.first, seq, len(lanes.seen), outcome)
-    if not messages:
-        lanes.answer_all(seq)
-        return
-    _send(conn, messages, "step")
-    talking = np.zeros(len(lanes.seen), np.int64)
-    talking[[message.env - lanes.first for message in messages]] = 1
-    lanes.answer_all(seq, talking)
-
-
-def _slice_messages(first: int, seq: int, n: int, outcome: Outcome) -> list[EnvMessage]:
-    """The messages of a slice of ``n`` envs stepped together for request ``seq``: its envs'
-    non-empty infos, or the failure."""
-    if not outcome.ok:
-        failed = outcome.value.env_index
-        k = failed - first if failed is not None and 0 <= failed - first < n else 0
-        return [EnvMessage(first + k, seq, outcome)]
-    reply: StepReply = outcome.value
-    if reply.is_empty:
-        return []
-    infos, reset_infos = reply.infos, reply.reset_infos
-    return [EnvMessage(first + k, seq, Outcome(True, (infos.get(k, {}), reset_infos.get(k))))
-            for k in sorted({*infos, *reset_infos})]
+            held.append(EnvMessage(lanes.first + k, lanes.seq(k), outcome))
+        k += 1
 
 
 def async_reset(conn: Connection, envs: EnvSlice, lanes: WorkerLanes, request: AsyncResetRequest) -> None:

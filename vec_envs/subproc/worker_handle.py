@@ -132,7 +132,7 @@ class SubprocWorker(Worker):
             raise WorkerDied(CUT_MID_MESSAGE)
         if command == Command.STEP and payload is None and self.lanes is not None:
             if not self.lanes.together:
-                self.lanes.set_together(True)  # a slice requested whole is answered at once
+                self.lanes.set_together(True)  # the whole slice is awaited: its messages may come in one
             self._lane_target = self.lanes.answers(self.index) + self.stop - self.first_index
             self._quiet = False
             self._lane_seq = self.lanes.request(slice(self.first_index, self.stop))  # actions are shared already
