@@ -1,12 +1,14 @@
-"""recv/send's C pass over the lanes (``_lanes_kernel.c``) finds and writes exactly what
-control.py's NumPy code does where it is not built: a worker's new requests as runs, the
-parent's answered envs in flight."""
+"""The C pass over the lanes (``_lanes_kernel.c``) finds and writes exactly what the NumPy
+and Python code does where it is not built: a worker's new requests as runs, the parent's
+answered envs in flight, the infos of a batch where no env had anything to say."""
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
-from vec_envs.subproc import control
+from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc import control, quiet_infos
 from vec_envs.subproc.control import ControlBlock, ParentLanes, WorkerLanes
 
 needs_kernel = pytest.mark.skipif(control._lanes_kernel is None, reason="the C pass over the lanes is not built")
@@ -20,6 +22,7 @@ def pass_over_lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         pytest.skip("the C pass over the lanes is not built")
     if request.param == "NumPy":
         monkeypatch.setattr(control, "_lanes_kernel", None)
+        monkeypatch.setattr(quiet_infos, "_lanes_kernel", None)
     return str(request.param)
 
 
@@ -88,6 +91,34 @@ def test_the_parent_takes_the_first_ready_envs_with_their_dones(pass_over_lanes:
     assert len(empty) == len(no_dones) == 0 and not nobody
 
 
+@pytest.mark.parametrize("returned", [None, [7, 2, 11, 0, 5]])  # lock-step: every env; recv: some, in any order
+def test_a_quiet_batch_has_empty_infos_but_the_terminal_rows_of_its_ended_envs(pass_over_lanes: str,
+                                                                               returned: list[int] | None) -> None:
+    rng = np.random.default_rng(1)
+    buffers = BatchBuffers.allocate(gym.spaces.Box(-1, 1, (3,)), N, terminal=True)
+    for _ in range(20):
+        buffers.terminal_obs[:] = rng.uniform(-1, 1, (N, 3))
+        buffers.time_limit_truncated[:] = rng.integers(0, 2, N)
+        buffers.dones[:] = rng.integers(0, 2, N)
+        env_ids = np.arange(N) if returned is None else np.array(returned)
+        dones = buffers.dones[env_ids]
+        reset_infos: list[dict] = [{"seed": i} for i in range(N)]
+        infos = quiet_infos.quiet_infos(buffers, dones, None if returned is None else env_ids, reset_infos)
+        assert len(infos) == len(env_ids)
+        for info, i, done in zip(infos, env_ids.tolist(), dones.tolist()):
+            if done:
+                assert info.keys() == {"terminal_observation", "TimeLimit.truncated"}
+                assert (info["terminal_observation"] == buffers.terminal_obs[i]).all()
+                assert info["TimeLimit.truncated"] is bool(buffers.time_limit_truncated[i])
+            else:
+                assert info == {}
+        assert len({id(info) for info in infos}) == len(infos)  # each env its own dict
+        ended = env_ids[dones]
+        assert reset_infos == [{} if i in ended else {"seed": i} for i in range(N)]
+        buffers.terminal_obs[:] = 9.0  # the next step's rows: the infos keep their own copy
+        assert all((info["terminal_observation"] != 9.0).all() for info in infos if info)
+
+
 @needs_kernel
 def test_the_c_pass_refuses_arrays_it_cannot_read() -> None:
     kernel = control._lanes_kernel
@@ -107,3 +138,10 @@ def test_the_c_pass_refuses_arrays_it_cannot_read() -> None:
         kernel.first_ready([1], words, flags, np.zeros(2, np.int64), np.zeros(2, np.bool_))
     with pytest.raises(IndexError, match="env 9 of 4"):
         kernel.first_ready([9], words, flags, np.zeros(1, np.int64), np.zeros(1, np.bool_))
+    rows, one = np.zeros((1, 2), np.float32), np.ones(1, np.int64)
+    with pytest.raises(ValueError, match="truncated must be a 1-D bool"):
+        kernel.quiet_infos(4, one, one, rows, one, [{}] * 4)
+    with pytest.raises(IndexError, match="place 4 of 4"):
+        kernel.quiet_infos(4, one * 4, one, rows, np.ones(1, np.bool_), [{}] * 4)
+    with pytest.raises(IndexError, match="env 7 of 4"):
+        kernel.quiet_infos(4, one, one * 7, rows, np.ones(1, np.bool_), [{}] * 4)

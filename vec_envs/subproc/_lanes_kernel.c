@@ -1,4 +1,4 @@
-/* _lanes_kernel: the per-env bookkeeping of recv/send over the lanes, in one pass each.
+/* _lanes_kernel: the per-env bookkeeping of the lanes, in one pass each.
  *
  * Under recv/send each side looks at every lane of its envs once per round: a worker for
  * the requests it has not taken yet, the parent for the answers to the envs in flight.
@@ -19,6 +19,10 @@
  * first_ready(ready, answered, dones, env_ids, their_dones) -> bool
  *     The first len(env_ids) envs of the list ready into env_ids (int64), their dones into
  *     their_dones; True if any of them answered with a message.
+ * quiet_infos(n, ended, ids, rows, truncated, reset_infos) -> list
+ *     The n infos of a batch where no env had anything to say: empty dicts, but at each
+ *     place ended[k] {"terminal_observation": rows[k], "TimeLimit.truncated": truncated[k]},
+ *     and reset_infos[ids[k]] = {} (the env was reset with nothing to say).
  *
  * Each shared word (requested, answered) is read once, with an acquire load: what the
  * other side wrote before it (the action, the rows) is seen after it.
@@ -215,7 +219,75 @@ static PyObject *first_ready(PyObject *self, PyObject *args)
     return PyBool_FromLong(talking);
 }
 
+PyDoc_STRVAR(quiet_infos_doc, "quiet_infos(n, ended, ids, rows, truncated, reset_infos) -> list: the infos of a "
+             "batch where no env had anything to say.");
+
+static PyObject *terminal_key, *truncated_key;  /* interned at import */
+
+/* {"terminal_observation": row, "TimeLimit.truncated": truncated}, or NULL. */
+static PyObject *terminal_info(PyObject *row, int truncated)
+{
+    PyObject *info = PyDict_New();
+    if (info != NULL && (PyDict_SetItem(info, terminal_key, row) < 0
+                         || PyDict_SetItem(info, truncated_key, truncated ? Py_True : Py_False) < 0))
+        Py_CLEAR(info);
+    return info;
+}
+
+/* The ended envs' infos into `infos` (at their places) and empty reset infos; -1 on error. */
+static int fill_ended(PyObject *infos, const Py_buffer *v, PyObject *rows, PyObject *reset_infos)
+{
+    const int64_t *ended = v[0].buf, *ids = v[1].buf;
+    const char *truncated = v[2].buf;
+    Py_ssize_t n = PyList_GET_SIZE(infos), resets = PyList_GET_SIZE(reset_infos);
+    for (Py_ssize_t k = 0; k < v[0].shape[0]; k++) {
+        if (ended[k] < 0 || ended[k] >= n || ids[k] < 0 || ids[k] >= resets) {
+            PyErr_Format(PyExc_IndexError, "quiet_infos: place %lld of %zd, env %lld of %zd",
+                         (long long)ended[k], n, (long long)ids[k], resets);
+            return -1;
+        }
+        PyObject *row = PySequence_GetItem(rows, k);
+        PyObject *info = row == NULL ? NULL : terminal_info(row, truncated[k]);
+        Py_XDECREF(row);
+        PyObject *reset_info = info == NULL ? NULL : PyDict_New();
+        if (reset_info == NULL) {
+            Py_XDECREF(info);
+            return -1;
+        }
+        PyList_SetItem(infos, ended[k], info);  /* steals info, drops the empty dict there */
+        if (PyList_SetItem(reset_infos, ids[k], reset_info) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *quiet_infos(PyObject *self, PyObject *args)
+{
+    Py_ssize_t n;
+    PyObject *objs[3], *rows, *reset_infos;
+    Py_buffer v[3];
+    static const int writable[3] = {0, 0, 0};
+    static const char *const names[3] = {"ended", "ids", "truncated"};
+    Py_ssize_t m;
+    if (!PyArg_ParseTuple(args, "nOOOOO!:quiet_infos", &n, &objs[0], &objs[1], &rows, &objs[2], &PyList_Type,
+                          &reset_infos) || get_all(3, objs, v, writable, "qq?", names, &m) < 0)
+        return NULL;
+    PyObject *infos = PyList_New(n);
+    for (Py_ssize_t i = 0; infos != NULL && i < n; i++) {
+        PyObject *info = PyDict_New();
+        if (info == NULL)
+            Py_CLEAR(infos);
+        else
+            PyList_SET_ITEM(infos, i, info);
+    }
+    if (infos != NULL && fill_ended(infos, v, rows, reset_infos) < 0)
+        Py_CLEAR(infos);
+    release_all(3, v);
+    return infos;
+}
+
 static PyMethodDef methods[] = {
+    {"quiet_infos", quiet_infos, METH_VARARGS, quiet_infos_doc},
     {"first_ready", first_ready, METH_VARARGS, first_ready_doc},
     {"take_runs", take_runs, METH_VARARGS, take_runs_doc},
     {"scan", scan, METH_VARARGS, scan_doc},
@@ -224,11 +296,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_lanes_kernel", "The per-env bookkeeping of recv/send over the lanes, in one pass each.",
+    PyModuleDef_HEAD_INIT, "_lanes_kernel", "The per-env bookkeeping of the lanes, in one pass each.",
     -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__lanes_kernel(void)
 {
+    terminal_key = PyUnicode_InternFromString("terminal_observation");
+    truncated_key = PyUnicode_InternFromString("TimeLimit.truncated");
+    if (terminal_key == NULL || truncated_key == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

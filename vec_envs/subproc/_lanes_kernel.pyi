@@ -1,4 +1,6 @@
-"""Types of the C kernel ``_lanes_kernel.c`` (recv/send's per-env look at the lanes)."""
+"""Types of the C kernel ``_lanes_kernel.c`` (the per-env bookkeeping of the lanes)."""
+from typing import Any
+
 import numpy as np
 
 def take_runs(requested: np.ndarray, seen: np.ndarray, values: np.ndarray) -> list[tuple[int, int]]: ...
@@ -7,3 +9,5 @@ def scan(answered: np.ndarray, expected: np.ndarray, flying: np.ndarray, unread:
 def count_finished(answered: np.ndarray, expected: np.ndarray, flying: np.ndarray) -> int: ...
 def first_ready(ready: list[int], answered: np.ndarray, dones: np.ndarray, env_ids: np.ndarray,
                 their_dones: np.ndarray) -> bool: ...
+def quiet_infos(n: int, ended: np.ndarray, ids: np.ndarray, rows: Any, truncated: np.ndarray,
+                reset_infos: list[dict[str, Any]]) -> list[dict[str, Any]]: ...

@@ -28,8 +28,8 @@ import numpy as np
 from vec_envs.errors import EnvTimeoutError
 from vec_envs.spaces.batching import take_rows
 from vec_envs.subproc.control import ParentLanes
-from vec_envs.subproc.lane_lock_step import terminal_infos
 from vec_envs.subproc.lane_serving import AsyncResetRequest, EnvMessage
+from vec_envs.subproc.quiet_infos import quiet_infos, terminal_infos
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.wake_up import FALLBACK_S, ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import NAP_MIN_S, PARENT_NAP_MAX_S, SubprocWorker, describe_exit
@@ -245,14 +245,8 @@ class LaneBatches(AsyncBatches):
         """Return ``env_ids`` when none of them has a message: empty infos, and the terminal
         observation for the envs whose episode ended, placed by their position."""
         del self.ready[:len(env_ids)]
-        buffers, reset_infos = self.host.buffers, self.host.reset_infos
-        infos: list[dict[str, Any]] = [{} for _ in range(len(env_ids))]
-        ended = dones.nonzero()[0]
-        if len(ended):
-            ended_ids = env_ids[ended]
-            for place, i, info in zip(ended.tolist(), ended_ids.tolist(), terminal_infos(buffers, ended_ids)):
-                infos[place] = info
-                reset_infos[i] = {}
+        buffers = self.host.buffers
+        infos = quiet_infos(buffers, dones, env_ids, self.host.reset_infos)
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def _read_infos(self, env_ids: np.ndarray, talking: np.ndarray) -> None:

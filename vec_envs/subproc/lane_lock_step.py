@@ -34,6 +34,7 @@ import numpy as np
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.subproc import wake_up
 from vec_envs.subproc.control import ParentLanes, answer_counts
+from vec_envs.subproc.quiet_infos import quiet_infos
 from vec_envs.subproc.spin_wait import Spin, spin_until
 from vec_envs.subproc.wake_up import ParentSleep, WorkerBell
 from vec_envs.subproc.worker_handle import SubprocWorker
@@ -43,36 +44,7 @@ from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import Command, Outcome
 from vec_envs.workers.worker import Worker, WorkerDied
 
-__all__ = ["LaneLockStep", "ended_infos", "terminal_infos"]
-
-
-def terminal_infos(buffers: BatchBuffers, ended: np.ndarray) -> list[Info]:
-    """The infos of the envs ``ended`` whose episode ended with nothing else to say: the
-    terminal observation (gathered with one fancy index) and ``TimeLimit.truncated``.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
-        >>> buffers.terminal_obs[1] = [0.5, 0.25]; buffers.time_limit_truncated[1] = True
-        >>> terminal_infos(buffers, np.array([1]))
-        [{'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': True}]
-    """
-    if buffers.time_limit_truncated is None or type(buffers.terminal_obs) is not np.ndarray:
-        raise ValueError("terminal_infos(): the buffers need array terminal rows")
-    rows = buffers.terminal_obs[ended]  # one gather: each info holds a view of this copy
-    return [{"terminal_observation": row, "TimeLimit.truncated": truncated}
-            for row, truncated in zip(rows, buffers.time_limit_truncated[ended].tolist())]
-
-
-def ended_infos(buffers: BatchBuffers, infos: list[Info], reset_infos: list[Info]) -> None:
-    """After a batch where no env had anything to say: ``infos[i]`` of each env that ended
-    gets its terminal observation and ``TimeLimit.truncated``, ``reset_infos[i]`` an empty
-    dict (a reset info would have come with a message)."""
-    ended = buffers.dones.nonzero()[0]
-    if len(ended):
-        for i, info in zip(ended.tolist(), terminal_infos(buffers, ended)):
-            infos[i] = info
-            reset_infos[i] = {}
+__all__ = ["LaneLockStep"]
 
 
 class LaneLockStep:
@@ -177,10 +149,9 @@ class LaneLockStep:
             return None
         self.spin.record(time.perf_counter() - start)
         self._local_outcome = None
-        infos: list[Info] = [{} for _ in range(self.lanes.block.n)]
-        if self.buffers.terminal_obs is not None:
-            ended_infos(self.buffers, infos, self.reset_infos)
-        return infos
+        if self.buffers.terminal_obs is None:
+            return [{} for _ in range(self.lanes.block.n)]
+        return quiet_infos(self.buffers, self.buffers.dones, None, self.reset_infos)
 
     def _step_local(self) -> bool:
         """Step the parent's own slice into its rows: True if it had nothing to say (else the
