@@ -3,6 +3,7 @@ not by a WAKE message each, under lock-step and recv/send alike."""
 from __future__ import annotations
 
 import time
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -86,3 +87,20 @@ def test_a_ring_quiets_the_fd_of_the_next_ring_before_it_counts():
             assert not readable[(rings + 1) % len(bell.fds)]  # one that read rings sleeps on
     finally:
         bell.close()
+
+
+@pytest.mark.timeout(30)
+def test_close_wakes_the_workers_that_missed_their_ring(wakes, closing, monkeypatch):
+    """A worker asleep on a bell rung while it was slow to get up sleeps on: ``close()``
+    with its envs in flight wakes it (a WAKE each) instead of waiting out the drain."""
+    venv = _venv(closing, batch_size=6)
+    venv.async_reset()
+    env_ids = venv.recv()[4]
+    assert _all_asleep(venv)
+    monkeypatch.setattr(wake_up.WorkerBell, "ring", lambda self: None)  # every ring missed
+    venv.send(np.zeros(6, np.int64), env_ids)
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "were still busy ... and were killed"
+        venv.close()
+    assert time.monotonic() - start < 0.5  # not the drain's second

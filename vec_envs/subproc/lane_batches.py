@@ -331,6 +331,7 @@ class LaneBatches(AsyncBatches):
         their worker) and read every message still due, so the pipes carry replies only
         again; returns the workers killed."""
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        self._wake_sleepers(np.flatnonzero(self.flying), ring=False)  # one that missed its ring sleeps on
         while self._busy_workers() and time.monotonic() < deadline:
             self._scan()
             time.sleep(NAP_MIN_S)
