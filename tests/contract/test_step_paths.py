@@ -18,7 +18,7 @@ from tests.faulty_envs import SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
 from vec_envs.spaces.batching import BatchBuffers
-from vec_envs.subproc.control import ControlBlock, ParentLanes, WorkerLanes
+from vec_envs.subproc.control import ControlBlock, ParentColumn, ParentLanes, WorkerLanes
 from vec_envs.subproc.lane_serving import serve_requests
 from vec_envs.subproc.spin_wait import SPIN_MAX_S, SPIN_MIN_S, Spin
 from vec_envs.workers.protocol import Command
@@ -196,11 +196,14 @@ def test_lock_step_and_recv_send_share_the_lanes():
 
 def test_lock_step_workers_send_the_messages_of_a_wake_up_in_one_and_recv_send_workers_one_per_env():
     """Lock-step (the parent waits for the whole batch): one pipe message for every env of
-    a worker that had something to say, each answered after it; recv/send: one per env,
-    each answered as soon as it is done."""
+    a worker that had something to say, each answered after it, and the answers counted
+    (the sleeping parent's waker called) once; recv/send: one message and one count per
+    env, as soon as it is done."""
     n = 3
     block = ControlBlock(np.zeros(ControlBlock.words(n, workers=1), np.int64), n=n, workers=1)
-    parent, lanes = ParentLanes(block), WorkerLanes(block, 0, 0, n)
+    woken: list[int] = []
+    parent, lanes = ParentLanes(block), WorkerLanes(block, 0, 0, n, lambda: woken.append(parent.answers(0)))
+    block.parent_row[ParentColumn.SLEEPING] = 1  # the parent sleeps on the answers: each count calls the waker
     server = SliceServer([SeededEnv] * n, 0)
     server.attach(BatchBuffers.allocate(server.envs.observation_space, n, terminal=True), np.zeros(n, np.int64))
     server.envs.reset([0, 1, 2])
@@ -209,7 +212,8 @@ def test_lock_step_workers_send_the_messages_of_a_wake_up_in_one_and_recv_send_w
         for together, sends in ((True, 1), (False, n)):  # SeededEnv says {"t": t} at even steps
             parent.set_together(together)
             for talks in (False, True):
-                seq = parent.request(slice(0, n))
+                seq, before = parent.request(slice(0, n)), parent.answers(0)
+                woken.clear()
                 assert serve_requests(worker_end, server, lanes) == n
                 messages = []
                 while parent_end.poll():
@@ -217,6 +221,7 @@ def test_lock_step_workers_send_the_messages_of_a_wake_up_in_one_and_recv_send_w
                 assert len(messages) == (sends if talks else 0)
                 assert sorted(m.env for batch in messages for m in batch) == ([0, 1, 2] if talks else [])
                 assert block.answered.tolist() == [seq << 1 | talks] * n
+                assert woken == ([before + n] if together else [before + k for k in range(1, n + 1)])
         assert parent.answers(0) == 4 * n
     finally:
         server.close_quietly()

@@ -218,8 +218,11 @@ class WorkerLanes:
         self._row = _int_words(block.worker_rows[w])
         self._parent = _int_words(block.parent_row)
         answers, sleeping = block.worker_rows[w, WorkerColumn.ANSWERS:], block.parent_row[ParentColumn.SLEEPING:]
+        values = np.zeros(len(self.seen), np.int64)
         #: how the step loop answers an env with nothing to say the moment it is done (``answer`` without message)
-        self.marks = Marks(self.answered, np.zeros(len(self.seen), np.int64), answers[:1], sleeping[:1], waker)
+        self.marks = Marks(self.answered, values, answers[:1], sleeping[:1], waker)
+        #: the same answers, neither counted nor waking (lock-step: ``counted`` once the run is done)
+        self.uncounted_marks = Marks(self.answered, values, np.zeros(1, np.int64), np.zeros(1, np.int64), None)
 
     def has_requests(self) -> bool:
         """Is a request not taken yet? (~0.1 us: a spinning worker asks every turn.)"""
@@ -254,10 +257,16 @@ class WorkerLanes:
         """Drop every request not taken (an async reset replaces them)."""
         self.seen[:] = self.requested
 
-    def answer(self, k: int, seq: int, has_message: bool) -> None:
-        """Env ``k`` finished request ``seq``; its message, if any, is sent already."""
+    def answer(self, k: int, seq: int, has_message: bool, count: bool = True) -> None:
+        """Env ``k`` finished request ``seq``; its message, if any, is sent already (``count``
+        False: counted later, with others, by ``counted``)."""
         self._answered_words[k] = seq << 1 | has_message
-        self._row[WorkerColumn.ANSWERS] += 1
+        if count:
+            self.counted(1)
+
+    def counted(self, answers: int) -> None:
+        """Count ``answers`` answered (their words written), then wake the parent if they make its total."""
+        self._row[WorkerColumn.ANSWERS] += answers
         if self._waker is not None:
             self._waker()
 

@@ -7,7 +7,8 @@ as soon as it is done, so the parent can take the first envs to finish while the
 keep stepping: a run of envs requested together is one step loop (``EnvSlice.step_marked``),
 which answers the envs with nothing to say itself (``lanes.marks``). Lock-step is the same
 loop over the whole slice; as the parent waits for the whole batch there (its ``TOGETHER``
-column), the envs with something to say share one message, sent after the last env.
+column), the envs with something to say share one message, sent after the last env, and
+the answers are counted, and the parent woken if they complete its batch, once at the end.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import NamedTuple
 
 from vec_envs.errors import EnvCallFailed
 from vec_envs.stepping.env_slice import EnvSlice
+from vec_envs.stepping.marks import Marks
 from vec_envs.subproc.control import WorkerLanes
 from vec_envs.subproc.unpicklable import unpicklable_reply
 from vec_envs.workers.protocol import Outcome, WorkerFailure
@@ -53,20 +55,34 @@ def serve_requests(conn: Connection | None, server: SliceServer, lanes: WorkerLa
     """Step every env with a new request; how many were stepped. Each env is answered as
     soon as it is done, except in lock-step (``together()``: the parent waits for the whole
     batch anyway), where the envs with something to say share one message, sent last."""
-    held: list[EnvMessage] | None = [] if lanes.together() else None
+    if lanes.together():
+        return _serve_together(conn, server, lanes)
     stepped = 0
     for start, stop in lanes.take_runs():  # runs of consecutive envs: a step loop each
-        _serve_run(conn, server, lanes, start, stop, held)
+        _serve_run(conn, server, lanes, start, stop, lanes.marks, None)
+        stepped += stop - start
+    return stepped
+
+
+def _serve_together(conn: Connection | None, server: SliceServer, lanes: WorkerLanes) -> int:
+    """Lock-step: the same step loop, but the answers are counted (and the parent woken)
+    once at the end, the envs with something to say answered after their one message."""
+    held: list[EnvMessage] = []
+    stepped = 0
+    for start, stop in lanes.take_runs():
+        _serve_run(conn, server, lanes, start, stop, lanes.uncounted_marks, held)
         stepped += stop - start
     if held:
         _send(conn, held, "step")
         for message in held:
-            lanes.answer(message.env - lanes.first, message.seq, True)
+            lanes.answer(message.env - lanes.first, message.seq, True, count=False)
+    if stepped:
+        lanes.counted(stepped)
     return stepped
 
 
 def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes, start: int, stop: int,
-               held: list[EnvMessage] | None) -> None:
+               marks: Marks, held: list[EnvMessage] | None) -> None:
     """Step envs ``start:stop``, each answered as soon as it is done: those with nothing to
     say by the step loop itself (``lanes.marks``), the others here with their message (or,
     ``held``, later with the others')."""
@@ -74,7 +90,7 @@ def _serve_run(conn: Connection | None, server: SliceServer, lanes: WorkerLanes,
     k = start
     while k < stop:
         try:
-            k, info = envs.step_marked(actions, start, k, stop, lanes.marks)
+            k, info = envs.step_marked(actions, start, k, stop, marks)
         except EnvCallFailed as exc:
             k = exc.env_index - lanes.first
             outcome = Outcome(False, WorkerFailure.from_exception(exc, "step"))
