@@ -117,6 +117,11 @@ def test_a_quiet_batch_has_empty_infos_but_the_terminal_rows_of_its_ended_envs(p
         assert reset_infos == [{} if i in ended else {"seed": i} for i in range(N)]
         buffers.terminal_obs[:] = 9.0  # the next step's rows: the infos keep their own copy
         assert all((info["terminal_observation"] != 9.0).all() for info in infos if info)
+    reset_infos = [{"seed": i} for i in range(N)]
+    no_ends = np.zeros(len(returned or range(N)), np.bool_)
+    infos = quiet_infos.quiet_infos(buffers, no_ends, None if returned is None else np.array(returned), reset_infos)
+    assert infos == [{}] * len(no_ends) and len({id(info) for info in infos}) == len(infos)
+    assert reset_infos == [{"seed": i} for i in range(N)]
 
 
 @needs_kernel

@@ -34,12 +34,16 @@ except ImportError:
 
 __all__ = ["quiet_infos", "terminal_infos"]
 
+_NO_ENDS = np.zeros(0, np.bool_)  # the truncated flags of no env
+
 
 def quiet_infos(buffers: BatchBuffers, dones: np.ndarray, env_ids: np.ndarray | None,
                 reset_infos: list[Info]) -> list[Info]:
     """The infos of envs ``env_ids`` (None: every env, in order), ``dones`` theirs, when none
     had anything to say; the reset info of each whose episode ended becomes ``{}``."""
     ended = np.flatnonzero(dones)
+    if _lanes_kernel is not None and not len(ended):  # the usual batch: nothing to gather
+        return _lanes_kernel.quiet_infos(len(dones), ended, ended, None, _NO_ENDS, reset_infos)
     ids = ended if env_ids is None else env_ids[ended]
     rows, truncated = _terminal_rows(buffers, ids)
     if _lanes_kernel is not None:
