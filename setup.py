@@ -9,8 +9,8 @@ rms_kernel = Extension(
     optional=True,
 )
 
-# EnvSlice's step loop over the envs with nothing to say (every backend's per-env step).
-# Optional too: without it vec_envs/stepping/env_slice.py steps each env in Python.
+# EnvSlice's step loop over the envs with nothing to say (every backend's per-env step), and
+# their infos. Optional too: without it vec_envs/stepping/ steps each env in Python.
 step_kernel = Extension(
     "vec_envs.stepping._step_kernel",
     sources=["vec_envs/stepping/_step_kernel.c"],
@@ -18,11 +18,11 @@ step_kernel = Extension(
     optional=True,
 )
 
-# recv/send's per-env look at the lanes (a worker's new requests, the parent's answers) in
-# one pass each. Optional too: without it vec_envs/subproc/control.py does it with NumPy.
+# The subprocess transport's look at its lanes (a worker's new requests and answers, the
+# parent's answered envs) in one pass each. Optional too: without it NumPy does the same.
 lanes_kernel = Extension(
-    "vec_envs.subproc._lanes_kernel",
-    sources=["vec_envs/subproc/_lanes_kernel.c"],
+    "vec_envs.subproc.shared._lanes_kernel",
+    sources=["vec_envs/subproc/shared/_lanes_kernel.c"],
     extra_compile_args=["-O2"],
     optional=True,
 )

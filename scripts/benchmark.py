@@ -10,7 +10,8 @@
     python scripts/benchmark.py ray                       # RayVecEnv against SubprocVecEnv
     python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
     python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
-    python scripts/benchmark.py step-path                 # the files and functions one SubprocVecEnv.step() runs
+    python scripts/benchmark.py step-path                 # the files and functions a step and a recv/send run
+    python scripts/benchmark.py infos                     # what an info every step costs each backend
     python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
     python scripts/benchmark.py wake-penalty --busy 2     # what a sleep costs the code run after it
     python scripts/benchmark.py COMMAND --help            # every option, with its default
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench.infos import InfosArgs, run_infos
 from bench.machine import require
 from bench.micro import (
     AgentPauseArgs,
@@ -57,6 +59,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "agent-pause": (AgentPauseArgs, run_agent_pause),
     "multiagent": (MultiagentArgs, run_multiagent),
     "step-path": (StepPathArgs, run_step_path),
+    "infos": (InfosArgs, run_infos),
     "slice-loop": (SliceLoopArgs, run_slice_loop),
     "wake-penalty": (WakePenaltyArgs, run_wake_penalty),
 }

@@ -1,10 +1,13 @@
-"""AsyncEnvs: which envs are in flight under ``recv``/``send``, and every misuse check.
+"""AsyncEnvs: where every env of a VecEnv stands, and every misuse check of recv/send.
 
-Each env is in one of three states (``EnvStatus``): IDLE (no async round: before
-``async_reset`` or after a lock-step call), IN_FLIGHT (resetting or stepping: a ``recv``
-will return it) or RETURNED (returned by ``recv``, waiting for its ``send``). The base
-class asks this bookkeeping before every call, so a backend's hooks only ever see valid
-requests.
+The one place an env's state is kept, for the base class and every backend alike. Each
+env is in one of four states (``EnvStatus``): IDLE (no request out: before
+``async_reset``, or after a lock-step call), IN_FLIGHT (asked to reset or step, no answer
+seen yet), ANSWERED (its answer is in, waiting in ``ready`` to be returned by ``recv``) or
+RETURNED (returned by ``recv``, waiting for its ``send``). ``resetting`` says which envs'
+requests are resets. The base class asks this bookkeeping before every call, so a
+backend's hooks only ever see valid requests; a backend's request machinery moves envs
+from IN_FLIGHT to ANSWERED as their answers come.
 """
 from __future__ import annotations
 
@@ -39,14 +42,15 @@ def check_batch_size(batch_size: Any, num_envs: int, cls: str) -> int:
 
 
 class EnvStatus(enum.IntEnum):
-    """Where one env stands in the async protocol."""
+    """Where one env stands (the numbers are also the C passes' over the lanes)."""
 
     IDLE = 0
     IN_FLIGHT = 1
-    RETURNED = 2
+    ANSWERED = 2
+    RETURNED = 3
 
 
-_IDLE, _IN_FLIGHT, _RETURNED = (int(status) for status in EnvStatus)  # plain ints: fast NumPy compares
+_IDLE, _IN_FLIGHT, _ANSWERED, _RETURNED = (int(status) for status in EnvStatus)  # plain ints: fast NumPy compares
 
 
 class AsyncEnvs:
@@ -66,12 +70,23 @@ class AsyncEnvs:
     def __init__(self, cls: str, num_envs: int, batch_size: int) -> None:
         self.cls, self.num_envs, self.batch_size = cls, num_envs, batch_size
         self.status = np.zeros(num_envs, np.int8)
-        self.flying = 0  # how many envs are IN_FLIGHT: lock-step calls check it, so O(1)
+        self.resetting = np.zeros(num_envs, np.bool_)  # which envs' requests out are resets
+        self.ready: list[int] = []  # the ANSWERED envs, first answered first: what recv returns next
+        self.flying = 0  # envs a recv may return (IN_FLIGHT or ANSWERED): lock-step calls check it, so O(1)
         self.round = False  # an async round runs (some env is not IDLE): clear() has work to do
 
     def in_flight(self) -> np.ndarray:
         """The envs a ``recv`` may return, in index order."""
-        return np.flatnonzero(self.status == _IN_FLIGHT)
+        return np.flatnonzero((self.status == _IN_FLIGHT) | (self.status == _ANSWERED))
+
+    def returned_envs(self) -> np.ndarray:
+        """The envs returned by ``recv`` that wait for their ``send``."""
+        return np.flatnonzero(self.status == _RETURNED)
+
+    def answered(self, env_ids: list[int]) -> None:
+        """The answers of ``env_ids`` (envs in flight) are in: they are ready, in this order."""
+        self.status[env_ids] = _ANSWERED
+        self.ready.extend(env_ids)
 
     def check_none_in_flight(self, method: str) -> None:
         """AlreadyPendingCallError for a lock-step call while envs are in flight."""
@@ -114,7 +129,7 @@ class AsyncEnvs:
             raise ValueError(REPEATED.format(cls=self.cls, envs=np.flatnonzero(counts > 1).tolist()))
         status = self.status[ids]
         wrong = status != _RETURNED
-        why = "in flight" if (status[wrong] == _IN_FLIGHT).all() else \
+        why = "in flight" if ((status[wrong] == _IN_FLIGHT) | (status[wrong] == _ANSWERED)).all() else \
             "no async round is running for some: async_reset() starts one"
         raise ValueError(NOT_RETURNED.format(cls=self.cls, envs=ids[wrong].tolist(), why=why))
 
@@ -138,5 +153,7 @@ class AsyncEnvs:
         """No async round (a lock-step call, or a failure that ended the round)."""
         if self.round:  # O(1) for lock-step calls, which clear before every step
             self.status[:] = _IDLE
+            self.resetting[:] = False
+            self.ready.clear()
             self.round = False
         self.flying = 0

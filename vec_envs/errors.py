@@ -29,6 +29,9 @@ __all__ = [
     "EnvCallFailed",
 ]
 
+FORKED_COPY = ("{cls}.{method}(): this VecEnv belongs to process {owner}, and this process ({pid}) is a fork "
+               "of it; its workers stay the parent's, so build a new VecEnv in this process")
+
 
 class VecEnvError(Exception):
     """Base class of every error this package raises on purpose."""

@@ -1,6 +1,7 @@
 """VecEnvBase: the abstract batch of environments every backend and wrapper is."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -11,7 +12,14 @@ from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, re
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
 from vec_envs.backend_hooks import BackendHooks
 from vec_envs.call_guard import CallGuard, guard_methods
-from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
+from vec_envs.errors import (
+    FORKED_COPY,
+    AlreadyPendingCallError,
+    ClosedEnvironmentError,
+    EnvTimeoutError,
+    NoAsyncCallError,
+    VecEnvError,
+)
 from vec_envs.failure_state import FailureState
 from vec_envs.planning.batch_planning import check_one_state, check_states, run_step_batch
 from vec_envs.rendering.frames import gather_frames
@@ -59,6 +67,8 @@ class VecEnvBase(BackendHooks):
 
     metadata = {"render_modes": list(RENDER_MODES)}
     _call_guard: CallGuard | None = None  # made in __init__; until then calls are not guarded
+    #: the process whose workers these are (worker backends); a forked copy refuses every call
+    _owner_pid: int | None = None
     #: ``step`` runs ``step_async``'s and ``step_wait``'s bodies itself, unless a subclass
     #: overrides either (a wrapper): then it calls them, so the override runs
     _step_in_one: ClassVar[bool] = True
@@ -126,7 +136,8 @@ class VecEnvBase(BackendHooks):
         """``step_async``: check the call and the actions, start the backend's step."""
         self._check_idle("step_async")
         actions = check_actions(self.action_space, actions, self.num_envs, "step_async")
-        self._async.clear()
+        if self._async.round:  # an async round ran: it is over
+            self._async.clear()
         self._step_async(actions)
         self._pending = "step"
 
@@ -187,8 +198,10 @@ class VecEnvBase(BackendHooks):
         ``timeout`` seconds (None: no limit; the envs stay in flight).
         """
         self._check_no_lockstep_call("recv")
-        timeout = check_timeout(timeout, "recv(): timeout")
-        self._async.check_recv()
+        if timeout is not None:
+            timeout = check_timeout(timeout, "recv(): timeout")
+        if self._async.flying < self.batch_size:
+            self._async.check_recv()  # raises, naming the envs in flight
         try:
             obs, rewards, dones, infos, env_ids = self._recv(self.batch_size, timeout)
         except EnvTimeoutError:
@@ -205,8 +218,12 @@ class VecEnvBase(BackendHooks):
         self._check_no_lockstep_call("send")
         ids = self._async.check_send(env_ids)
         actions = check_env_actions(self.action_space, actions, ids, "send")
-        self._send(actions, ids)
-        self._async.sent(ids)
+        self._async.sent(ids)  # before the hook: a backend may answer some at once (``AsyncEnvs.answered``)
+        try:
+            self._send(actions, ids)
+        except Exception:
+            self._async.returned(ids)  # refused (a check of the backend's own): they wait for a send again
+            raise
 
     def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
         """Seed the envs at the NEXT ``reset()``: env i gets ``seed + i`` (or ``seed[i]``).
@@ -356,6 +373,9 @@ class VecEnvBase(BackendHooks):
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))
         if self._failure.error is not None:
             self._failure.check(method)  # raises unless ``method`` resets the envs
+        if self._owner_pid is not None and os.getpid() != self._owner_pid:
+            raise VecEnvError(FORKED_COPY.format(cls=type(self).__name__, method=method, owner=self._owner_pid,
+                                                 pid=os.getpid()))
 
     def _check_idle(self, method: str) -> None:
         self._check_open(method)

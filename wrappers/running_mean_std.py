@@ -18,11 +18,9 @@ from types import ModuleType
 
 import numpy as np
 
-_rms_kernel: ModuleType | None
-try:  # the optional one-pass C kernel for uint8 batches, built by setup.py when it can be
-    from wrappers import _rms_kernel
-except ImportError:
-    _rms_kernel = None
+from vec_envs import kernels
+
+_rms_kernel: ModuleType | None = kernels.load("rms")  # None: not built, or VEC_ENVS_KERNELS=0
 
 __all__ = ["RunningMeanStd", "batch_moments", "uses_exact_uint8_path"]
 

@@ -28,7 +28,8 @@ from gymnasium import spaces
 
 from vec_envs.extras import install_hint
 
-__all__ = ["ENVS", "WORKLOADS", "Workload", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv", "make_env",
+__all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv",
+           "cartpole", "cartpole_with_infos", "make_env",
            "make_ale", "make_pong", "calibrate_spin"]
 
 ENVS = {
@@ -106,6 +107,31 @@ class StragglerEnv(gym.Env):
         self._t += 1
         obs = np.full(4, self._t, np.float32)
         return obs, 1.0, self._t >= self._episode_length, False, {}
+
+
+class InfoEveryStep(gym.Wrapper):
+    """An env that returns one small info every step, as ALE's envs do with ``lives``.
+
+    Example:
+        >>> env = InfoEveryStep(gym.make("CartPole-v1"))
+        >>> _ = env.reset(seed=0)
+        >>> env.step(0)[4]
+        {'lives': 3}
+    """
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        return obs, reward, terminated, truncated, {"lives": 3}
+
+
+def cartpole_with_infos() -> gym.Env:
+    """CartPole-v1 returning ``{"lives": 3}`` every step."""
+    return InfoEveryStep(gym.make("CartPole-v1"))
+
+
+def cartpole() -> gym.Env:
+    """CartPole-v1 (importable by reference from worker processes)."""
+    return gym.make("CartPole-v1")
 
 
 class ZeroCostEnv(gym.Env):

@@ -1,28 +1,26 @@
 """Where a batch's CPU goes, per env step, and what that predicts on another machine.
 
 For each method (DummyVecEnv, SubprocVecEnv lock-step, SubprocVecEnv recv/send, and
-EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1:
+EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1 (with
+``VEC_ENVS_KERNELS=0`` set: every loop in Python, as where no C compiler was found):
 
 - **p**: CPU of the driving thread per env step (``time.thread_time()``); **p_net** the
   same without the time it spent spinning while it waited (``spin_until`` is counted).
 - **o**: CPU of the worker processes per env step beyond the env's own cost ``e``
   (psutil, the process tree); **o_net** the same without the workers' spinning.
 - **p_work**, **o_work**: p_net and o_net without the time spent going to sleep, waking up
-  and waking others (the parent's ``ParentSleep.sleep_polled`` and ``WorkerBell.ring``, a
-  worker's ``_sleep_until_work``): what is left where every process has a core to spin on
-  and nobody sleeps, as on a many-core machine.
+  and waking others: what is left where every process has a core to spin on and nobody
+  sleeps, as on a many-core machine.
 - **e**: CPU per step of one env stepped alone in a plain loop.
 - With ``--time-env-steps``, **e_in**: the env's own CPU per step inside the workers,
   sampled (``thread_time`` around one env call in ``SAMPLE``, scaled up), beside the same
   sample taken in the lone loop: where the env itself runs slower in the workers (cold
   caches, a busy neighbour core), o counts that; ``o_work + e - e_in`` does not.
 
-Spinning is counted by wrapping ``spin_until`` where vec_envs calls it
-(``vec_envs.subproc.lane_batches``, ``vec_envs.subproc.worker_handle`` and
-``vec_envs.subproc.worker_loop``): in the
-parent for the measurement, and in each worker by the env factory, which adds the
-worker's spin CPU to its slot of a small file the parent reads. Sleeping and waking are
-counted the same way, in a second column of that file.
+Spinning and sleeping are counted by the transport itself once asked
+(``vec_envs.subproc.shared.spin.WAIT_TIMES``): in the parent for the measurement, and in
+each worker by the env factory, which turns the count on there and copies the worker's
+figures to its slot of a small file the parent reads.
 
 The model: N envs, C cores, the parent on one of them; lock-step batch time
 ``N*p + N/(C-1)*(e+o) + L`` (L: the latency left over, fitted on this machine),
@@ -60,12 +58,6 @@ from vec_envs.cli.args import in_series_arg
 
 __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 
-SPIN_SITES = ("vec_envs.subproc.lane_batches", "vec_envs.subproc.worker_handle")  # the parent's waits
-WORKER_SPIN_SITE = "vec_envs.subproc.worker_loop"  # a worker's wait for work
-#: (module, class, method): where the parent sleeps on its workers and wakes them
-SLEEP_SITES = (("vec_envs.subproc.wake_up", "ParentSleep", "sleep_polled"),
-               ("vec_envs.subproc.wake_up", "WorkerBell", "ring"))
-WORKER_SLEEP_SITE = "_sleep_until_work"  # in WORKER_SPIN_SITE: a worker's sleep
 WARMUP_S = 0.3
 ACTION_TABLE = 256
 ENV_LABELS = {"zero": "zero-cost env", "cartpole": "CartPole-v1"}
@@ -90,9 +82,6 @@ class OverheadArgs:
     time_env_steps: bool = field(default=False, metadata={
         "help": "sample the env's own CPU per step inside the workers (thread_time around one env call in "
                 f"{16}) and in the lone loop alike, and report both"})
-    python_loop: bool = field(default=False, metadata={
-        "help": "step every env through EnvSlice's Python loop, in the parent and the workers, as where the C "
-                "loop (vec_envs/stepping/_step_kernel.c) is not built"})
     envs: str = field(default="zero,cartpole", metadata={"help": "comma-separated: zero, cartpole"})
     methods: str = field(default=",".join(METHODS), metadata={"help": f"comma-separated, of {list(METHODS)}"})
     seconds: float = field(default=2.0, metadata={"help": "seconds of each timed window (after a warm-up)"})
@@ -148,19 +137,6 @@ class SpinFile:
 _worker_spins: np.memmap | None = None  # in a worker: its view of the SpinFile
 
 
-def _counting(fn: Callable[..., Any], add: Callable[[float], None]) -> Callable[..., Any]:
-    """``fn`` (``spin_until``, a sleep) that adds the thread CPU it used to ``add``."""
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            add(time.thread_time() - start)
-
-    return counted
-
-
 class SampledEnvTime(gym.Wrapper):
     """Adds ``SAMPLE`` x the thread CPU of one call (step or reset) in ``SAMPLE`` to ``add``:
     an estimate of the env's own CPU that costs two ``thread_time`` calls per ``SAMPLE`` calls."""
@@ -185,30 +161,41 @@ class SampledEnvTime(gym.Wrapper):
         return self._timed(lambda: self.env.reset(**kwargs))
 
 
+class CountedWaits(gym.Wrapper):
+    """Copies this worker's ``WAIT_TIMES`` into its slot of the SpinFile at every call."""
+
+    def __init__(self, env: gym.Env, index: int) -> None:
+        super().__init__(env)
+        self._index = index
+
+    def _copy(self) -> None:
+        from vec_envs.subproc.shared.spin import WAIT_TIMES
+
+        if _worker_spins is not None:
+            _worker_spins[SPUN, self._index] = WAIT_TIMES.spun
+            _worker_spins[SLEPT, self._index] = WAIT_TIMES.slept
+
+    def step(self, action: Any) -> Any:
+        self._copy()
+        return self.env.step(action)
+
+    def reset(self, **kwargs: Any) -> Any:
+        self._copy()
+        return self.env.reset(**kwargs)
+
+
 def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int,
-                python_loop: bool = False, time_steps: bool = False) -> gym.Env:
-    """Env ``index``; in a worker process, first start counting the worker's spins and sleeps (slot ``index``).
-    With ``python_loop``, the slice being built steps its envs in Python (it looks for the C
-    loop once its envs are made)."""
+                time_steps: bool = False) -> gym.Env:
+    """Env ``index``; in a worker process, first start counting the worker's spins and sleeps (slot ``index``)."""
     global _worker_spins
-    if python_loop:
-        _without_c_loop()
-    if os.getpid() != parent and _worker_spins is None:
-        import importlib
+    made: gym.Env = make_env(env, index, episode_length=episode_length)
+    if os.getpid() != parent:
+        from vec_envs.subproc.shared.spin import WAIT_TIMES
 
-        _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(COLUMNS, spins.slots))
-        module = importlib.import_module(WORKER_SPIN_SITE)
-        spun, slept = _worker_spins[SPUN], _worker_spins[SLEPT]
-
-        def add_spun(seconds: float) -> None:
-            spun[index] += seconds
-
-        def add_slept(seconds: float) -> None:
-            slept[index] += seconds
-
-        module.spin_until = _counting(module.spin_until, add_spun)  # type: ignore[attr-defined]
-        setattr(module, WORKER_SLEEP_SITE, _counting(getattr(module, WORKER_SLEEP_SITE), add_slept))
-    made = make_env(env, index, episode_length=episode_length)
+        WAIT_TIMES.enabled = True
+        if _worker_spins is None:
+            _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(COLUMNS, spins.slots))
+            made = CountedWaits(made, index)  # the first env of the worker reports for it
     if time_steps and _worker_spins is not None:
         stepped = _worker_spins[STEPPED]
 
@@ -219,36 +206,19 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
     return made
 
 
-def _without_c_loop() -> None:
-    """Make the slices built from now on in this process step their envs in Python."""
-    from vec_envs.stepping import env_slice
-
-    env_slice._step_kernel = None
-
-
 @contextmanager
 def parent_waits() -> Iterator[list[float]]:
     """Count the spinning, and the sleeping and waking, of this process while inside:
     ``[spun, slept]`` seconds."""
-    import importlib
+    from vec_envs.subproc.shared.spin import WAIT_TIMES
 
     total = [0.0, 0.0]
-
-    def adder(column: int) -> Callable[[float], None]:
-        def add(seconds: float) -> None:
-            total[column] += seconds
-        return add
-
-    sites = [(importlib.import_module(name), "spin_until", SPUN) for name in SPIN_SITES]
-    sites += [(getattr(importlib.import_module(name), cls), method, SLEPT) for name, cls, method in SLEEP_SITES]
-    originals = [getattr(owner, name) for owner, name, _ in sites]
-    for (owner, name, column), original in zip(sites, originals):
-        setattr(owner, name, _counting(original, adder(column)))
+    WAIT_TIMES.enabled, before = True, (WAIT_TIMES.spun, WAIT_TIMES.slept)
     try:
         yield total
     finally:
-        for (owner, name, _), original in zip(sites, originals):
-            setattr(owner, name, original)
+        WAIT_TIMES.enabled = False
+        total[0], total[1] = WAIT_TIMES.spun - before[0], WAIT_TIMES.slept - before[1]
 
 
 @contextmanager
@@ -377,7 +347,7 @@ def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Step
     """DummyVecEnv, or SubprocVecEnv lock-step or recv/send, on counted envs."""
     from vec_envs import DummyVecEnv, SubprocVecEnv
 
-    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(), args.python_loop,
+    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(),
                    args.time_env_steps)
            for i in range(args.num_envs)]
     if key == "dummy":
@@ -561,7 +531,9 @@ def run_overhead(args: OverheadArgs) -> int:
     """Measure every method on every env; print the tables and the projections."""
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), os.environ.get("PYTHONPATH")]))
     cpus = f"planned for {args.cpus} CPUs (VEC_ENVS_CPUS)" if args.cpus else f"{available_cores()} CPUs"
-    loop = "EnvSlice's Python loop" if args.python_loop else "EnvSlice's C loop where built"
+    from vec_envs import kernels
+
+    loop = "EnvSlice's C loop" if kernels.report()["step"]["running"] else "EnvSlice's Python loop (no C kernels)"
     print(f"# Overhead per env step: {args.seconds:g} s windows, in_series={args.in_series!r}, {cpus}, {loop}; "
           f"p: driving thread CPU, o: workers' CPU beyond the env, _net: spinning excluded, _work: sleeping and waking "
           f"excluded too (us per env step)\n")

@@ -1,12 +1,15 @@
-"""The files and functions of vec_envs one ``SubprocVecEnv.step()`` passes through, in the
-parent and in a worker: what a reader follows to understand a step.
+"""The files and functions of vec_envs one call passes through, in the parent and in a
+worker: what a reader follows to understand a step.
 
-``sys.settrace`` records every Python call into ``vec_envs/`` and ``wrappers/`` during one
-lock-step ``step()`` of CartPole-v1 envs, after a warm-up. In the parent the trace spans
-the ``step()`` call; in worker 0 an env wrapper starts the trace (through ``env_method``)
-and reports it, keeping only the calls from the worker's first wait after that command up
-to the dispatch of the reporting one: one step, without the round trips that fetch it.
-``--cpus`` plans ``in_series="auto"`` (and spinning) for that many CPUs.
+Four cells, SubprocVecEnv of CartPole-v1 envs (``--in-series`` per worker, no slice in
+the parent): a lock-step ``step()`` and a ``recv()`` + ``send()`` pair
+(``batch_size = num_envs / 2``), each with envs whose infos are empty and with envs that
+return an info every step (as ALE's envs do with ``lives``). ``sys.settrace`` records
+every Python call into ``vec_envs/`` and ``wrappers/``: in the parent over the call(s),
+after a warm-up; in worker 0 from inside one env step to the same point of the next
+(one turn of the worker's loop: the rest of a serving, the wait, the next serving), so
+the recording starts and ends in the env, whatever the tree. Only the public API is used:
+the same command measures any tree of vec_envs (``PYTHONPATH``).
 
 Example:
     >>> trace = StepTrace()
@@ -27,17 +30,18 @@ import numpy as np
 
 from bench.report import markdown_table
 
-__all__ = ["StepPathArgs", "StepTrace", "run_step_path"]
+__all__ = ["StepPathArgs", "StepTrace", "TracedEnv", "run_step_path"]
 
 OURS = ("vec_envs", "wrappers")
+Calls = set[tuple[str, str]]
 
 
 @dataclass
 class StepPathArgs:
-    """``benchmark.py step-path``: the files and functions of one ``SubprocVecEnv.step()``."""
+    """``benchmark.py step-path``: the files and functions of a lock-step and a recv/send step."""
 
-    cpus: int = field(default=16, metadata={"help": "plan in_series='auto' for this many CPUs (VEC_ENVS_CPUS)"})
-    num_envs: int = field(default=32, metadata={"help": "CartPole-v1 envs"})
+    num_envs: int = field(default=4, metadata={"help": "CartPole-v1 envs"})
+    in_series: int = field(default=2, metadata={"help": "envs per worker"})
     warmup: int = field(default=200, metadata={"help": "steps before the traced one"})
     list_functions: bool = field(default=False, metadata={"help": "list every function, by file"})
 
@@ -74,39 +78,70 @@ _WORKER_TRACE = StepTrace()
 
 
 class TracedEnv(gym.Wrapper):
-    """CartPole-v1 whose worker can trace itself (``trace_on`` / ``trace_report``)."""
+    """CartPole-v1 (``infos``: returning ``{"lives": 3}`` every step) that traces its worker
+    from inside step ``at`` to the same point of step ``at + 1``; ``trace_report`` returns it."""
 
-    def __init__(self) -> None:
+    def __init__(self, infos: bool = False) -> None:
         super().__init__(gym.make("CartPole-v1"))
+        self.infos, self.steps, self.at = infos, 0, -1
+        self.calls: list[tuple[str, str]] = []
 
-    def trace_on(self) -> None:
-        _WORKER_TRACE.start()
+    def trace_at(self, at: int) -> None:
+        self.at = self.steps + at
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        if self.steps == self.at:
+            _WORKER_TRACE.start()
+        elif self.steps == self.at + 1:
+            _WORKER_TRACE.stop()
+            self.calls = list(_WORKER_TRACE.calls)
+        return obs, reward, terminated, truncated, ({"lives": 3} if self.infos else info)
 
     def trace_report(self) -> list[tuple[str, str]]:
-        """The worker's calls from its first wait after ``trace_on`` up to the dispatch of this command."""
-        _WORKER_TRACE.stop()
-        names = [name for _, name in _WORKER_TRACE.calls]
-        start = names.index("_wait_for_work")
-        stop = len(names) - 1 - names[::-1].index("_serve_pipe_command")
-        return sorted(set(_WORKER_TRACE.calls[start:stop]))
+        return sorted(set(self.calls))
 
 
-def trace_one_step(args: StepPathArgs) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """The (file, function) pairs of one step: in the parent, in worker 0."""
-    os.environ["VEC_ENVS_CPUS"] = str(args.cpus)
+def traced_env(infos: bool) -> TracedEnv:
+    return TracedEnv(infos)
+
+
+def trace_cell(args: StepPathArgs, recv_send: bool, infos: bool) -> tuple[Calls, Calls]:
+    """The (file, function) pairs of one call in the parent and of one turn of worker 0."""
+    import functools
+
     from vec_envs import SubprocVecEnv
 
-    venv = SubprocVecEnv([TracedEnv] * args.num_envs, in_series="auto", step_in_parent=False)
+    n = args.num_envs
+    venv = SubprocVecEnv([functools.partial(traced_env, infos)] * n, in_series=args.in_series, step_in_parent=False,
+                         batch_size=n // 2 if recv_send else None)
+    parent = StepTrace()
     try:
         venv.reset()
-        actions = np.zeros(args.num_envs, np.int64)
-        for _ in range(args.warmup):
-            venv.step(actions)
-        venv.env_method("trace_on", indices=[0])
-        parent = StepTrace()
-        parent.start()
-        venv.step(actions)
-        parent.stop()
+        venv.env_method("trace_at", args.warmup // 4 if recv_send else args.warmup, indices=[0])
+        actions = np.zeros(n, np.int64)
+        if recv_send:
+            venv.async_reset()
+            for k in range(args.warmup * 2):
+                if k == args.warmup:
+                    parent.start()
+                env_ids = venv.recv()[4]
+                venv.send(actions[env_ids], env_ids)
+                if k == args.warmup:
+                    parent.stop()
+            while True:  # every env back, so the env access can run
+                try:
+                    venv.recv(timeout=5.0)
+                except Exception:  # noqa: BLE001 (none left in flight: the round is over)
+                    break
+        else:
+            for k in range(args.warmup * 2):
+                if k == args.warmup:
+                    parent.start()
+                venv.step(actions)
+                if k == args.warmup:
+                    parent.stop()
         worker = {(path, name) for path, name in venv.env_method("trace_report", indices=[0])[0]}
     finally:
         venv.close()
@@ -114,16 +149,23 @@ def trace_one_step(args: StepPathArgs) -> tuple[set[tuple[str, str]], set[tuple[
 
 
 def run_step_path(args: StepPathArgs) -> int:
-    """Trace one step and print how many files and functions each side passes through."""
-    parent, worker = trace_one_step(args)
-    rows = []
-    for side, calls in (("parent", parent), ("worker", worker), ("together", parent | worker)):
-        rows.append([side, str(len({path for path, _ in calls})), str(len(calls))])
-    print(f"One SubprocVecEnv.step() of {args.num_envs} CartPole-v1 envs, in_series='auto' for {args.cpus} CPUs:")
-    print("\n".join(markdown_table(["side", "files", "functions"], rows)))
+    """Trace the four cells and print how many files and functions each side passes through."""
+    rows, listings = [], []
+    for recv_send in (False, True):
+        for infos in (False, True):
+            name = f"{'recv() + send()' if recv_send else 'step()'}, {'info every step' if infos else 'empty infos'}"
+            parent, worker = trace_cell(args, recv_send, infos)
+            rows.append([name, *(str(n) for side in (parent, worker)
+                                 for n in (len({path for path, _ in side}), len(side)))])
+            listings.append((name, parent, worker))
+    print(f"SubprocVecEnv of {args.num_envs} CartPole-v1 envs, in_series={args.in_series}; recv/send with "
+          f"batch_size={args.num_envs // 2}:")
+    print("\n".join(markdown_table(["call", "parent files", "parent functions", "worker files", "worker functions"],
+                                   rows)))
     if args.list_functions:
-        for side, calls in (("parent", parent), ("worker", worker)):
-            print(f"\n{side}:")
-            for path in sorted({path for path, _ in calls}):
-                print(f"  {path}: {', '.join(sorted(name for p, name in calls if p == path))}")
+        for name, parent, worker in listings:
+            for side, calls in (("parent", parent), ("worker", worker)):
+                print(f"\n{name}, {side}:")
+                for path in sorted({path for path, _ in calls}):
+                    print(f"  {path}: {', '.join(sorted(n for p, n in calls if p == path))}")
     return 0

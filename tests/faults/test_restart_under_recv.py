@@ -45,7 +45,8 @@ def _drive_holding(venv, held):
 def _next_row_of(venv, env):
     """Send ``env`` its action, then recv (sending the others on) until its row comes."""
     venv.send(np.zeros(1, np.int64), np.array([env]))
-    for _ in range(100):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:  # the other envs may come back many times first (the parent's own: at once)
         obs, rewards, dones, infos, env_ids = venv.recv(timeout=WAIT_S)
         if int(env_ids[0]) == env:
             return rewards[0], dones[0], infos[0]

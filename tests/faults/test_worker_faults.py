@@ -339,10 +339,10 @@ def test_an_unpicklable_info_names_the_env_and_what_cannot_be_pickled(make, clos
 
 
 def test_an_unpicklable_info_under_recv_send_names_the_env_as_lock_step_does():
-    """The shared-memory recv/send path (one message per env) words it as the lock-step path."""
+    """The shared-memory recv/send path words it as the lock-step path."""
     fns = [OutputEnv, OutputEnv, OutputEnv, functools.partial(UnpicklableInfoEnv, at=1)]
     with SubprocVecEnv(fns, in_series=2, batch_size=2) as venv:
-        assert type(venv._async_batches).__name__ == "LaneBatches"  # the path under test
+        assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
         venv.async_reset()
         with pytest.raises(EnvWorkerError, match=r"env 3 \(worker 1\) raised in step\(\): the info env 3 returned "
                                                  r"from step\(\) cannot be pickled to reach the parent process "

@@ -110,9 +110,13 @@ class RayWorker(Worker):
         super().__init__(index, first_index, stop)
         self.actor: Any = _RemoteSliceActor.options(**options).remote(cloudpickle.dumps(list(env_fns)), first_index)
         self._ref: ray.ObjectRef | None = None
-        self._command = Command.GET_SPACES
+        self._command: int = Command.GET_SPACES
 
-    def send(self, command: Command, payload: Any) -> None:
+    @property
+    def usable(self) -> bool:
+        return self.actor is not None
+
+    def send(self, command: int, payload: Any) -> None:
         if self.actor is None:
             raise WorkerDied("was stopped")
         self._command = command

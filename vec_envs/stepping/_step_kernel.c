@@ -1,30 +1,40 @@
-/* _step_kernel: EnvSlice's step loop for the envs with nothing to say.
+/* _step_kernel: EnvSlice's step loop for the envs with nothing to say, and the infos of
+ * envs that had nothing to say.
  *
  * Most env steps are alike: an array observation of the space's shape and dtype, a float
- * reward, two False flags and an empty info. For those, EnvSlice.step_env's Python (the
+ * reward, two bool flags and an info dict. For those, EnvSlice.step_env's Python (the
  * result's checks, the row's store, the reward and done stores, the running slot) costs
- * about as much as a cheap env's own step. This loop calls each env's step() and, while
+ * about as much as a cheap env's own step. step_quiet calls each env's step() and, while
  * the result is of that kind, stores it straight into the rows: the observation's bytes
- * copied, the reward as float32, done False, a fresh empty info appended to `infos`.
+ * copied, the reward as float32, the done flag, and a copy of the info (a fresh empty
+ * dict for an empty one) appended to `infos`.
  *
  * An episode's end of that kind is handled here too where the rows have terminal rows:
  * the last observation is copied into the env's terminal row, the env is reset, and its
  * reset observation (of the same kind, with an info dict) stored in the row and a copy of
  * its reset info in `reset_infos`.
  *
- * With marks (a recv/send worker answering each env as soon as it is done, ``marks.py``),
- * each env stored here is marked at once: its cell gets its value after its rows are
- * written, the tally goes up, and notify() is called while the watched word is set. A
- * reset info with something in it is then handed back like an unusual result, since it
- * has to be said.
+ * With an on_done hook (a reader waits for each env as soon as it is done), each env
+ * stored here that had nothing to say (an empty info, and an empty reset info after an
+ * episode's end) is reported to it at once, after its rows are written; each one that had
+ * something to say is appended to `said` instead (its caller says it, then reports it).
  *
- * The first result of any other kind (an info, another type, shape or dtype) stops the
- * loop and goes back to EnvSlice, which checks and stores it with all of its Python: an
- * unusual result is never judged here. An exception from step() or reset() does the same
+ * The first result of any other kind (another type, shape or dtype; an info that is not
+ * exactly a dict; an episode's end where there are no terminal rows) stops the loop and
+ * goes back to EnvSlice, which checks and stores it with all of its Python: an unusual
+ * result is never judged here. An exception from step() or reset() does the same
  * (an Exception; anything else, a KeyboardInterrupt, goes on up at once).
  *
+ * ended_infos builds the infos of a batch where no env had anything to say: empty
+ * dicts, but the terminal observation and TimeLimit.truncated of each env whose episode
+ * ended (read from the terminal rows).
+ *
+ * Env code runs inside the loop and may change the lists the loop reads (the envs, the
+ * reset infos): every index is checked against the list's length at the moment it is
+ * used, and every env is held while it runs.
+ *
  * Built by setup.py when a C compiler is there (optional); without it EnvSlice steps
- * every env through step_env.
+ * every env through step_env and vec_envs/stepping/ended_infos.py builds the infos.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -48,71 +58,53 @@ typedef struct {
     PyObject *reward_types; /* tuple of the reward types taken as they are */
     PyObject *ndarray;      /* numpy.ndarray: only exact arrays are copied */
     Py_ssize_t row_bytes;
-    int talking_resets;     /* hand back a reset whose info has something in it (with marks) */
+    PyObject *said;         /* the list of envs with something to say (with on_done), or NULL */
 } Rows;
 
-/* Where each env stored here is marked done (``marks.py``): the tuple Marks is. */
+/* What the loop calls after each env it stored (a reader may be waiting for that env):
+ * a C function behind a capsule named ON_DONE_CAPSULE (no Python call), or a Python
+ * callable called with k; none when on_done is None. */
+#define ON_DONE_CAPSULE "vec_envs.on_done"
 typedef struct {
-    Py_buffer cells_view, values_view, tally_view, watch_view;
-    int64_t *cells, *tally;
-    const int64_t *values, *watch;
-    PyObject *notify;       /* called after a mark while *watch is nonzero (NULL: never) */
-} Marks;
+    int (*fn)(void *ctx, Py_ssize_t k); /* 0, or -1 with an exception set */
+    void *ctx;
+} OnDoneC;
 
-static void release_marks(Marks *m)
-{
-    if (m->cells_view.obj) PyBuffer_Release(&m->cells_view);
-    if (m->values_view.obj) PyBuffer_Release(&m->values_view);
-    if (m->tally_view.obj) PyBuffer_Release(&m->tally_view);
-    if (m->watch_view.obj) PyBuffer_Release(&m->watch_view);
-}
+typedef struct {
+    const OnDoneC *c;       /* the C hook, or NULL */
+    PyObject *callable;     /* else a Python callable, or NULL: no hook */
+} OnDone;
 
-/* An int64 buffer of at least `n` words (writable if asked). */
-static int64_t *int64_words(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable)
+static int get_on_done(PyObject *obj, OnDone *d)
 {
-    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    if (view->itemsize != 8 || view->len < n * 8 || (strcmp(view->format, "q") && strcmp(view->format, "l"))) {
-        PyErr_SetString(PyExc_ValueError, "marks: expected int64 cells and values with a word per env, "
-                        "and int64 tally and watch words");
-        return NULL;
+    d->c = NULL;
+    d->callable = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (PyCapsule_CheckExact(obj)) {
+        d->c = PyCapsule_GetPointer(obj, ON_DONE_CAPSULE);
+        return d->c == NULL ? -1 : 0;
     }
-    return (int64_t *)view->buf;
-}
-
-static int get_marks(PyObject *spec, Py_ssize_t n, Marks *m)
-{
-    PyObject *cells, *values, *tally, *watch, *notify;
-    memset(m, 0, sizeof(*m));
-    if (!PyArg_ParseTuple(spec, "OOOOO:marks", &cells, &values, &tally, &watch, &notify))
-        return -1;
-    if (!(m->cells = int64_words(cells, &m->cells_view, n, 1))
-        || !(m->values = int64_words(values, &m->values_view, n, 0))
-        || !(m->tally = int64_words(tally, &m->tally_view, 1, 1))
-        || !(m->watch = int64_words(watch, &m->watch_view, 1, 0))) {
-        release_marks(m);
+    if (!PyCallable_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "step_quiet: on_done must be None, a callable or an on_done capsule");
         return -1;
     }
-    m->notify = notify == Py_None ? NULL : notify;
+    d->callable = obj;
     return 0;
 }
 
-/* Env k is done: its cell gets its value after its rows (another process may be reading
- * them as soon as it sees the value), then the tally, then notify() if watched. */
-static int mark(Marks *m, Py_ssize_t k)
+/* Env k is done (its rows are written): tell the hook. */
+static int done(const OnDone *d, Py_ssize_t k)
 {
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&m->cells[k], m->values[k], __ATOMIC_RELEASE);
-    __atomic_store_n(m->tally, *m->tally + 1, __ATOMIC_SEQ_CST); /* the watched load comes after it */
-    const int64_t watched = __atomic_load_n(m->watch, __ATOMIC_SEQ_CST);
-#else
-    ((volatile int64_t *)m->cells)[k] = m->values[k];
-    *(volatile int64_t *)m->tally += 1;
-    const int64_t watched = *(volatile const int64_t *)m->watch;
-#endif
-    if (m->notify == NULL || !watched)
+    if (d->c != NULL)
+        return d->c->fn(d->c->ctx, k);
+    if (d->callable == NULL)
         return 0;
-    PyObject *ok = PyObject_CallNoArgs(m->notify);
+    PyObject *index = PyLong_FromSsize_t(k);
+    if (index == NULL)
+        return -1;
+    PyObject *ok = PyObject_CallOneArg(d->callable, index);
+    Py_DECREF(index);
     Py_XDECREF(ok);
     return ok == NULL ? -1 : 0;
 }
@@ -212,28 +204,39 @@ static int store_reward(Rows *r, PyObject *reward, Py_ssize_t k)
 /* What settling a result did. */
 enum { FAILED = -1, TO_PYTHON = 0, STORED = 1 };
 
-/* Store env k's step result if it is the quiet kind: STORED, TO_PYTHON (nothing written
- * that step_env would not write the same) or FAILED (reset() raised: its exception is
- * set). After an episode's end, `*reset_result` is what reset() returned. */
-static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset_result)
+/* Store env k's step result if it is of the usual kind: STORED (`*info`: the caller's copy
+ * of its info, made before any reset could change the env's dict), TO_PYTHON (nothing
+ * written that step_env would not write the same) or FAILED (an exception is set: reset()
+ * raised, or no memory). After an episode's end, `*reset_result` is what reset() returned. */
+static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset_result, PyObject **info_copy)
 {
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 5)
         return TO_PYTHON;
     PyObject *info = PyTuple_GET_ITEM(result, 4), *terminated = PyTuple_GET_ITEM(result, 2),
              *truncated = PyTuple_GET_ITEM(result, 3);
-    if (!PyBool_Check(terminated) || !PyBool_Check(truncated) || !PyDict_CheckExact(info) || PyDict_GET_SIZE(info))
+    if (!PyBool_Check(terminated) || !PyBool_Check(truncated) || !PyDict_CheckExact(info))
         return TO_PYTHON;
     const int ended = terminated == Py_True || truncated == Py_True;
     if ((ended && r->terminal_obs.obj == NULL) || !store_obs(r, PyTuple_GET_ITEM(result, 0), k)
         || !store_reward(r, PyTuple_GET_ITEM(result, 1), k))
         return TO_PYTHON;
     ((char *)r->dones.buf)[k] = (char)ended;
+    *info_copy = PyDict_GET_SIZE(info) ? PyDict_Copy(info) : PyDict_New();
+    if (*info_copy == NULL)
+        return FAILED;
     if (ended) {
         memcpy((char *)r->terminal_obs.buf + k * r->row_bytes, (char *)r->obs.buf + k * r->row_bytes,
                (size_t)r->row_bytes);
         ((char *)r->truncated.buf)[k] = truncated == Py_True && terminated == Py_False;
-        PyObject *args[3] = {PyList_GET_ITEM(r->envs, k), Py_None, Py_None};
+        if (k >= PyList_GET_SIZE(r->envs)) {
+            PyErr_Format(PyExc_IndexError, "step_quiet: env %zd is gone from the slice's list", k);
+            return FAILED;
+        }
+        PyObject *env = PyList_GET_ITEM(r->envs, k);
+        Py_INCREF(env); /* held while its reset() runs, whatever it does to the list */
+        PyObject *args[3] = {env, Py_None, Py_None};
         *reset_result = PyObject_VectorcallMethod(RESET_NAME, args, 1, RESET_KWNAMES);
+        Py_DECREF(env);
         if (*reset_result == NULL)
             return FAILED;
     }
@@ -244,13 +247,15 @@ static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset
 static int settle_reset(Rows *r, PyObject *result, Py_ssize_t k)
 {
     if (!PyTuple_CheckExact(result) || PyTuple_GET_SIZE(result) != 2 || !PyDict_CheckExact(PyTuple_GET_ITEM(result, 1))
-        || (r->talking_resets && PyDict_GET_SIZE(PyTuple_GET_ITEM(result, 1)))
         || !store_obs(r, PyTuple_GET_ITEM(result, 0), k))
         return TO_PYTHON;
-    PyObject *info = PyDict_Copy(PyTuple_GET_ITEM(result, 1));
-    if (info == NULL)
+    if (k >= PyList_GET_SIZE(r->reset_infos)) {
+        PyErr_Format(PyExc_IndexError, "step_quiet: env %zd has no reset info (the list was shortened)", k);
         return FAILED;
-    PyList_SetItem(r->reset_infos, k, info); /* steals info */
+    }
+    PyObject *info = PyDict_Copy(PyTuple_GET_ITEM(result, 1));
+    if (info == NULL || PyList_SetItem(r->reset_infos, k, info) < 0) /* steals info, even on failure */
+        return FAILED;
     return STORED;
 }
 
@@ -275,81 +280,130 @@ static PyObject *take_exception(void)
 }
 
 PyDoc_STRVAR(step_quiet_doc,
-"step_quiet(rows, actions, offset, start, stop, infos, marks=None) -> (k, result, error, resetting)\n\n"
+"step_quiet(rows, actions, offset, start, stop, infos, on_done=None, said=None)\n"
+"    -> (k, result, error, resetting, step_info)\n\n"
 "Step envs start..stop-1 of rows' slice, env k with actions[k - offset], storing each\n"
-"quiet result (and a quiet end's reset) into the rows and appending a fresh {} to infos;\n"
-"with marks (cells, values, tally, watch, notify), marking each such env done at once.\n"
-"Returns (stop, None, None, False) when all were quiet; else the first env k whose\n"
-"step (resetting False) or reset after an episode's end (resetting True) returned\n"
-"something else (result, unstored) or raised an Exception (error), its running slot\n"
-"still set.");
+"usual result (and an episode end's reset) into the rows and appending a copy of its info\n"
+"to infos. With on_done (a callable, or a capsule named vec_envs.on_done) and said (a\n"
+"list): each env with nothing to say is reported done at once, each other one's k is\n"
+"appended to said. Returns (stop, None, None, False, None) when all were usual; else the\n"
+"first env k whose step (resetting False) or reset after an episode's end (resetting\n"
+"True, step_info: a copy of its step's info) returned something else (result, unstored)\n"
+"or raised an Exception (error), its running slot still set.");
 
-/* The loop's answer for env k: what Python settles. Steals `result`; takes the raised
- * exception when `result` is NULL (NULL back where it is no Exception). */
-static PyObject *to_python(Py_ssize_t k, PyObject *result, int resetting)
+/* The loop's answer for env k: what Python settles. Steals `result` and `step_info`;
+ * takes the raised exception when `result` is NULL (NULL back where it is no Exception). */
+static PyObject *to_python(Py_ssize_t k, PyObject *result, int resetting, PyObject *step_info)
 {
+    if (step_info == NULL) {
+        step_info = Py_None;
+        Py_INCREF(step_info);
+    }
     if (result != NULL)
-        return Py_BuildValue("(nNOO)", k, result, Py_None, resetting ? Py_True : Py_False);
+        return Py_BuildValue("(nNOON)", k, result, Py_None, resetting ? Py_True : Py_False, step_info);
     PyObject *error = take_exception();
-    return error == NULL ? NULL : Py_BuildValue("(nONO)", k, Py_None, error, resetting ? Py_True : Py_False);
+    if (error == NULL) {
+        Py_DECREF(step_info);
+        return NULL;
+    }
+    return Py_BuildValue("(nONON)", k, Py_None, error, resetting ? Py_True : Py_False, step_info);
 }
 
-/* Env k's reset after a quiet episode end: 0 stored, else -1 with *out set (Python
- * settles the reset result) or an exception. Steals `reset_result`. */
-static int finish_reset(Rows *r, Py_ssize_t k, PyObject *reset_result, PyObject **out)
+/* Env k's reset after an episode end the loop stored: 0 stored, else -1 with *out set
+ * (Python settles the reset result) or an exception. Steals `reset_result`; `info` (the
+ * step's info copy) goes with *out. */
+static int finish_reset(Rows *r, Py_ssize_t k, PyObject *reset_result, PyObject *info, PyObject **out)
 {
     const int reset = settle_reset(r, reset_result, k);
     if (reset == TO_PYTHON) {
-        *out = to_python(k, reset_result, 1);
+        Py_INCREF(info);
+        *out = to_python(k, reset_result, 1, info);
         return -1;
     }
     Py_DECREF(reset_result);
     return reset == STORED ? 0 : -1;
 }
 
-/* Step env k: 0 when stored, else -1 with *out set (Python takes over) or an exception. */
-static int step_one(Rows *r, Marks *m, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos,
-                    PyObject **out)
+/* Env k's step result, the env held while it runs; NULL with an exception (its own, or
+ * an IndexError when env code emptied the list). */
+static PyObject *call_step(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssize_t k)
 {
-    PyObject *action = PySequence_GetItem(actions, k - offset), *reset_result = NULL;
+    if (k >= PyList_GET_SIZE(r->envs))
+        return PyErr_Format(PyExc_IndexError, "step_quiet: env %zd is gone from the slice's list", k);
+    PyObject *action = PySequence_GetItem(actions, k - offset);
     if (action == NULL)
-        return -1;
+        return NULL;
+    PyObject *env = PyList_GET_ITEM(r->envs, k);
+    Py_INCREF(env);
     if (r->running)
         *r->running = r->first_index + k + 1;
-    PyObject *call[2] = {PyList_GET_ITEM(r->envs, k), action};
+    PyObject *call[2] = {env, action};
     PyObject *result = PyObject_VectorcallMethod(STEP_NAME, call, 2, NULL);
+    Py_DECREF(env);
     Py_DECREF(action);
-    const int step = result == NULL ? FAILED : settle_step(r, result, k, &reset_result);
+    return result;
+}
+
+/* Did env k, just stored, have something to say (its info, or its reset's after an end)? */
+static int has_said(Rows *r, Py_ssize_t k, PyObject *info)
+{
+    if (PyDict_GET_SIZE(info))
+        return 1;
+    if (!((char *)r->dones.buf)[k] || k >= PyList_GET_SIZE(r->reset_infos))
+        return 0;
+    PyObject *reset_info = PyList_GET_ITEM(r->reset_infos, k);
+    return !PyDict_CheckExact(reset_info) || PyDict_GET_SIZE(reset_info) != 0;
+}
+
+/* Step env k: 0 when stored, else -1 with *out set (Python takes over) or an exception. */
+static int step_one(Rows *r, const OnDone *d, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos,
+                    PyObject **out)
+{
+    PyObject *reset_result = NULL, *info = NULL, *result = call_step(r, actions, offset, k);
+    const int step = result == NULL ? FAILED : settle_step(r, result, k, &reset_result, &info);
     if (step == TO_PYTHON) {
-        *out = to_python(k, result, 0);
+        *out = to_python(k, result, 0, NULL);
         return -1;
     }
     const int stepped = result != NULL;  /* else step() raised; FAILED with a result: reset() raised */
     Py_XDECREF(result);
-    if (step == FAILED) {
-        *out = to_python(k, NULL, stepped);
+    if (step == FAILED) {  /* the step's info goes with the reset's exception */
+        *out = to_python(k, NULL, stepped, info);
         return -1;
     }
-    if (reset_result != NULL && finish_reset(r, k, reset_result, out) < 0)
+    if (reset_result != NULL && finish_reset(r, k, reset_result, info, out) < 0) {
+        Py_DECREF(info);
         return -1;
-    PyObject *fresh = PyDict_New();
-    const int appended = fresh != NULL && PyList_Append(infos, fresh) == 0;
-    Py_XDECREF(fresh);
-    if (appended && r->running)
+    }
+    const int appended = PyList_Append(infos, info) == 0;
+    const int talked = appended && r->said != NULL && has_said(r, k, info);
+    Py_DECREF(info);
+    if (!appended)
+        return -1;
+    if (r->running)
         *r->running = 0;
-    return !appended ? -1 : m ? mark(m, k) : 0;
+    if (!talked)
+        return done(d, k);
+    PyObject *index = PyLong_FromSsize_t(k);
+    const int kept = index != NULL && PyList_Append(r->said, index) == 0;
+    Py_XDECREF(index);
+    return kept ? 0 : -1;
 }
 
 static PyObject *step_quiet(PyObject *self, PyObject *args)
 {
-    PyObject *spec, *actions, *infos, *marks_spec = Py_None, *out = NULL;
+    PyObject *spec, *actions, *infos, *on_done = Py_None, *said = Py_None, *out = NULL;
     Py_ssize_t offset, start, stop;
     Rows r;
-    Marks m;
+    OnDone d;
     (void)self;
-    if (!PyArg_ParseTuple(args, "O!OnnnO!|O:step_quiet", &PyTuple_Type, &spec, &actions, &offset, &start, &stop,
-                          &PyList_Type, &infos, &marks_spec))
+    if (!PyArg_ParseTuple(args, "O!OnnnO!|OO:step_quiet", &PyTuple_Type, &spec, &actions, &offset, &start, &stop,
+                          &PyList_Type, &infos, &on_done, &said) || get_on_done(on_done, &d) < 0)
         return NULL;
+    if ((on_done == Py_None) != (said == Py_None) || (said != Py_None && !PyList_Check(said))) {
+        PyErr_SetString(PyExc_TypeError, "step_quiet: on_done and said (a list) go together");
+        return NULL;
+    }
     if (get_rows(spec, &r) < 0)
         return NULL;
     if (start < 0 || stop > PyList_GET_SIZE(r.envs) || start > stop) {
@@ -357,29 +411,137 @@ static PyObject *step_quiet(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_IndexError, "step_quiet: envs %zd..%zd of a slice of %zd", start, stop,
                             PyList_GET_SIZE(r.envs));
     }
-    r.talking_resets = marks_spec != Py_None;
-    if (r.talking_resets && get_marks(marks_spec, PyList_GET_SIZE(r.envs), &m) < 0) {
-        release_rows(&r);
-        return NULL;
-    }
+    r.said = said == Py_None ? NULL : said;
+    Py_INCREF(on_done); /* held: env code may drop every other reference to them */
+    Py_INCREF(said);
     Py_ssize_t k = start;
-    while (k < stop && step_one(&r, r.talking_resets ? &m : NULL, actions, offset, k, infos, &out) == 0)
+    while (k < stop && step_one(&r, &d, actions, offset, k, infos, &out) == 0)
         k++;
     if (k == stop)
-        out = Py_BuildValue("(nOOO)", stop, Py_None, Py_None, Py_False);
-    if (r.talking_resets)
-        release_marks(&m);
+        out = Py_BuildValue("(nOOOO)", stop, Py_None, Py_None, Py_False, Py_None);
+    Py_DECREF(said);
+    Py_DECREF(on_done);
     release_rows(&r);
     return out;
 }
 
+/* ---------------------------------------------------------------- ended_infos */
+PyDoc_STRVAR(ended_infos_doc,
+"ended_infos(n, ended, ids, rows, truncated, reset_infos) -> list\n\n"
+"The n infos of a batch where no env had anything to say: empty dicts, but at each place\n"
+"ended[j] {\"terminal_observation\": rows[j], \"TimeLimit.truncated\": truncated[j]}, and\n"
+"reset_infos[ids[j]] = {} (the env was reset with nothing to say).");
+
+static PyObject *terminal_key, *truncated_key;  /* interned at import */
+
+/* A C-contiguous 1-D buffer of int64 ('q') or bool ('?') items. */
+static int get_vector(PyObject *obj, Py_buffer *view, char kind, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    int ok = view->ndim == 1 && view->format != NULL;
+    if (ok && kind == 'q')
+        ok = view->itemsize == 8 && (!strcmp(view->format, "q") || !strcmp(view->format, "l"));
+    else if (ok)
+        ok = view->itemsize == 1 && !strcmp(view->format, "?");
+    if (!ok) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "ended_infos: %s must be a 1-D %s array", name, kind == 'q' ? "int64" : "bool");
+        return -1;
+    }
+    return 0;
+}
+
+/* {"terminal_observation": row, "TimeLimit.truncated": truncated}, or NULL. */
+static PyObject *terminal_info(PyObject *row, int truncated)
+{
+    PyObject *info = PyDict_New();
+    if (info != NULL && (PyDict_SetItem(info, terminal_key, row) < 0
+                         || PyDict_SetItem(info, truncated_key, truncated ? Py_True : Py_False) < 0))
+        Py_CLEAR(info);
+    return info;
+}
+
+/* The ended envs' infos into `infos` (at their places) and empty reset infos; -1 on error. */
+static int fill_ended(PyObject *infos, const Py_buffer *v, PyObject *rows, PyObject *reset_infos)
+{
+    const int64_t *ended = v[0].buf, *ids = v[1].buf;
+    const char *truncated = v[2].buf;
+    const Py_ssize_t n = PyList_GET_SIZE(infos);
+    for (Py_ssize_t j = 0; j < v[0].shape[0]; j++) {
+        if (ended[j] < 0 || ended[j] >= n || ids[j] < 0 || ids[j] >= PyList_GET_SIZE(reset_infos)) {
+            PyErr_Format(PyExc_IndexError, "ended_infos: place %lld of %zd, env %lld of %zd",
+                         (long long)ended[j], n, (long long)ids[j], PyList_GET_SIZE(reset_infos));
+            return -1;
+        }
+        PyObject *row = PySequence_GetItem(rows, j);
+        PyObject *info = row == NULL ? NULL : terminal_info(row, truncated[j]);
+        Py_XDECREF(row);
+        PyObject *reset_info = info == NULL ? NULL : PyDict_New();
+        if (reset_info == NULL) {
+            Py_XDECREF(info);
+            return -1;
+        }
+        if (PyList_SetItem(infos, ended[j], info) < 0) { /* steals info, drops the empty dict there */
+            Py_DECREF(reset_info);
+            return -1;
+        }
+        if (PyList_SetItem(reset_infos, ids[j], reset_info) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *ended_infos(PyObject *self, PyObject *args)
+{
+    Py_ssize_t n;
+    PyObject *ended, *ids, *rows, *truncated, *reset_infos;
+    Py_buffer v[3];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "nOOOOO!:ended_infos", &n, &ended, &ids, &rows, &truncated, &PyList_Type,
+                          &reset_infos))
+        return NULL;
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "ended_infos: n must be >= 0, received %zd", n);
+    if (get_vector(ended, &v[0], 'q', "ended") < 0)
+        return NULL;
+    if (get_vector(ids, &v[1], 'q', "ids") < 0) {
+        PyBuffer_Release(&v[0]);
+        return NULL;
+    }
+    if (get_vector(truncated, &v[2], '?', "truncated") < 0) {
+        PyBuffer_Release(&v[0]);
+        PyBuffer_Release(&v[1]);
+        return NULL;
+    }
+    PyObject *infos = NULL;
+    if (v[1].shape[0] != v[0].shape[0] || v[2].shape[0] != v[0].shape[0])
+        PyErr_Format(PyExc_ValueError, "ended_infos: %zd places, %zd ids, %zd truncated flags", v[0].shape[0],
+                     v[1].shape[0], v[2].shape[0]);
+    else
+        infos = PyList_New(n);
+    for (Py_ssize_t i = 0; infos != NULL && i < n; i++) {
+        PyObject *info = PyDict_New();
+        if (info == NULL)
+            Py_CLEAR(infos);
+        else
+            PyList_SET_ITEM(infos, i, info);
+    }
+    if (infos != NULL && fill_ended(infos, v, rows, reset_infos) < 0)
+        Py_CLEAR(infos);
+    for (int j = 0; j < 3; j++)
+        PyBuffer_Release(&v[j]);
+    return infos;
+}
+
 static PyMethodDef methods[] = {
     {"step_quiet", step_quiet, METH_VARARGS, step_quiet_doc},
+    {"ended_infos", ended_infos, METH_VARARGS, ended_infos_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_step_kernel", "EnvSlice's step loop for the envs with nothing to say.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_step_kernel", "EnvSlice's step loop for the envs with nothing to say, and their infos.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__step_kernel(void)
@@ -387,7 +549,10 @@ PyMODINIT_FUNC PyInit__step_kernel(void)
     STEP_NAME = PyUnicode_InternFromString("step");
     RESET_NAME = PyUnicode_InternFromString("reset");
     RESET_KWNAMES = Py_BuildValue("(ss)", "seed", "options");
-    if (STEP_NAME == NULL || RESET_NAME == NULL || RESET_KWNAMES == NULL)
+    terminal_key = PyUnicode_InternFromString("terminal_observation");
+    truncated_key = PyUnicode_InternFromString("TimeLimit.truncated");
+    if (STEP_NAME == NULL || RESET_NAME == NULL || RESET_KWNAMES == NULL || terminal_key == NULL
+        || truncated_key == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

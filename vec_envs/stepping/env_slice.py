@@ -15,39 +15,35 @@ inside an info (nested dicts, arrays) are still the env's own.
 An env whose episode ended is reset at once (baselines-style), and its info gains
 ``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers have terminal
 rows (shared memory) the slice writes those two there instead, so an episode's end adds
-nothing to a worker's reply; whoever reads the batch adds them with ``with_terminal``.
+nothing to a worker's reply; whoever reads the batch adds them back (``ended_infos.py``).
 
 Where it is built, a C loop (``_step_kernel.c``) steps the envs and stores each quiet
 result (array observation of the space's shape and dtype, usual reward type, no episode
 end, empty info) itself; it hands every other result, and any exception, to ``_settle``,
-the Python path that checks and stores it. Both store the same bits. ``step_marked``
-steps a run of envs marking each one done as soon as it is (``marks.py``), for workers
-that answer every env on its own.
+the Python path that checks and stores it. Both store the same bits. ``step_run`` steps
+a run of envs reporting each one done to a ``DoneHook`` as soon as it is, for readers
+that take every env as soon as it is done (a worker answering its parent).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs import kernels
 from vec_envs.errors import EnvCallFailed
 from vec_envs.planning.env_state import get_env_state, set_env_state
 from vec_envs.spaces.batching import BatchBuffers, ObservationError, copy_obs, copy_row, get_row, make_writer
 from vec_envs.stepping.env_output import USUAL_REWARDS, check_reset_result, check_step_result
-from vec_envs.stepping.marks import Marks
 from vec_envs.stepping.old_gym_adapter import as_gymnasium_env
 from vec_envs.types import EnvFn, Info
 
-_step_kernel: ModuleType | None
-try:  # the optional C loop over the envs with nothing to say, built by setup.py when it can be
-    from vec_envs.stepping import _step_kernel
-except ImportError:
-    _step_kernel = None
+_step_kernel: ModuleType | None = kernels.load("step")  # None: not built, or VEC_ENVS_KERNELS=0
 
-__all__ = ["EnvSlice", "env_attr", "set_env_attr", "is_wrapped", "with_terminal"]
+__all__ = ["DoneHook", "EnvSlice", "env_attr", "set_env_attr", "is_wrapped"]
 
 #: the spaces whose observations are arrays the C loop can copy into a row as they are
 _ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
@@ -77,23 +73,14 @@ def is_wrapped(env: Any, wrapper_class: type) -> bool:
     return False
 
 
-def with_terminal(buffers: BatchBuffers, i: int, info: Info) -> Info:
-    """Env ``i`` ended: its info with the ``terminal_observation`` (a copy) and
-    ``TimeLimit.truncated`` that its slice left in the terminal rows of ``buffers``.
+class DoneHook(NamedTuple):
+    """How ``EnvSlice.step_run`` reports an env with nothing to say, the moment its rows are
+    written: ``call(k)`` with its place in the slice, or the same in C (``c``: a capsule
+    named ``vec_envs.on_done`` holding ``int (*fn)(void *ctx, Py_ssize_t k)`` and its
+    ``ctx``), which the C step loop calls with no Python in between."""
 
-    Example:
-        >>> import gymnasium as gym
-        >>> buffers = BatchBuffers.allocate(gym.spaces.Box(0, 1, (2,)), 3, terminal=True)
-        >>> buffers.terminal_obs[1] = [0.5, 0.25]; buffers.time_limit_truncated[1] = True
-        >>> with_terminal(buffers, 1, {"score": 3})
-        {'score': 3, 'terminal_observation': array([0.5 , 0.25], dtype=float32), 'TimeLimit.truncated': True}
-    """
-    if buffers.terminal_obs is None or buffers.time_limit_truncated is None:
-        raise ValueError("with_terminal(): these buffers have no terminal rows (BatchBuffers.allocate(terminal=True))")
-    info = dict(info)
-    info["terminal_observation"] = copy_obs(get_row(buffers.terminal_obs, i))
-    info["TimeLimit.truncated"] = bool(buffers.time_limit_truncated[i])
-    return info
+    call: Callable[[int], None]
+    c: Any = None
 
 
 #: one env's result of ``EnvSlice.step_batch``: (state or None, reward, terminated, truncated, info)
@@ -239,10 +226,11 @@ class EnvSlice:
             return [step_env(k, action) for k, action in enumerate(actions)]
         infos: list[Info] = []
         k, n = 0, len(self.envs)
-        while k < n:  # the C loop stores the quiet envs; each other one is settled here
-            k, result, error, resetting = _step_kernel.step_quiet(rows, actions, 0, k, n, infos)  # type: ignore[union-attr]
+        while k < n:  # the C loop stores the usual results; each other one is settled here
+            k, result, error, resetting, step_info = _step_kernel.step_quiet(rows, actions, 0, k, n, infos)  # type: ignore[union-attr]
             if k < n:
-                infos.append(self._settle_reset(k, result, error) if resetting else self._settle(k, result, error))
+                infos.append(self._settle_reset(k, result, error, step_info) if resetting
+                             else self._settle(k, result, error))
                 k += 1
         return infos
 
@@ -251,10 +239,10 @@ class EnvSlice:
         rows = self._rows
         if rows is not None:
             infos: list[Info] = []
-            done, result, error, resetting = _step_kernel.step_quiet(rows, (action,), k, k, k + 1, infos)  # type: ignore[union-attr]
+            done, result, error, resetting, step_info = _step_kernel.step_quiet(rows, (action,), k, k, k + 1, infos)  # type: ignore[union-attr]
             if done > k:
                 return infos[0]
-            return self._settle_reset(k, result, error) if resetting else self._settle(k, result, error)
+            return self._settle_reset(k, result, error, step_info) if resetting else self._settle(k, result, error)
         running = self._running
         if running is not None:
             running[0] = self.first_index + k + 1
@@ -264,24 +252,34 @@ class EnvSlice:
             raise EnvCallFailed(self.first_index + k, "step") from exc
         return self._settle(k, result, None)
 
-    def step_marked(self, actions: Sequence[Any], offset: int, start: int, stop: int, marks: Marks) -> tuple[int, Info]:
-        """Step envs ``start``, ``start + 1``, ... (env k with ``actions[k - offset]``), marking
-        each with nothing to say done as soon as it is (``marks``), until one has: its place
-        and info, its rows and any reset info stored, unmarked; ``(stop, {})`` if none had."""
+    def step_run(self, actions: Sequence[Any], offset: int, start: int, stop: int, done: DoneHook,
+                 said: list[tuple[int, Info]]) -> None:
+        """Step envs ``start:stop`` (env k with ``actions[k - offset]``): each with nothing to
+        say is reported to ``done`` as soon as its rows are written; each other one is
+        appended to ``said`` as ``(k, info)`` (its rows, and its reset info after an episode's
+        end, stored), not reported. An env's failure raises ``EnvCallFailed`` (``said`` keeps
+        the envs before it)."""
         rows, k = self._rows, start
+        hook = None if rows is None else (done.call if done.c is None else done.c)
         while k < stop:
             if rows is None:
                 info = self.step_env(k, actions[k - offset])
-            else:  # the C loop marks the quiet envs: k is the first it hands back
-                k, result, error, resetting = _step_kernel.step_quiet(rows, actions, offset, k, stop, [], marks)  # type: ignore[union-attr]
-                if k == stop:
-                    break
-                info = self._settle_reset(k, result, error) if resetting else self._settle(k, result, error)
+            else:  # the C loop stores and reports the usual results: k is the first it hands back
+                infos: list[Info] = []
+                ks: list[int] = []
+                end, result, error, resetting, step_info = _step_kernel.step_quiet(  # type: ignore[union-attr]
+                    rows, actions, offset, k, stop, infos, hook, ks)
+                for j in ks:
+                    said.append((j, infos[j - k]))
+                if end == stop:
+                    return
+                k = end
+                info = self._settle_reset(k, result, error, step_info) if resetting else self._settle(k, result, error)
             if info or (self._dones[k] and self.reset_infos[k]):
-                return k, info
-            marks.mark(k)
+                said.append((k, info))
+            else:
+                done.call(k)
             k += 1
-        return stop, {}
 
     def _settle(self, k: int, result: Any, error: BaseException | None) -> Info:
         """Check and store env ``k``'s step ``result`` (or raise its ``error``); reset it if
@@ -307,15 +305,16 @@ class EnvSlice:
             self._running[0] = 0
         return info
 
-    def _settle_reset(self, k: int, result: Any, error: BaseException | None) -> Info:
+    def _settle_reset(self, k: int, result: Any, error: BaseException | None, step_info: Info | None) -> Info:
         """Env ``k``'s episode ended and the C loop stored its step and terminal rows: check
-        and store the ``result`` of its reset (or raise the reset's ``error``). Its info."""
+        and store the ``result`` of its reset (or raise the reset's ``error``). Its info (the
+        step's, ``step_info``)."""
         if error is not None:
             raise EnvCallFailed(self.first_index + k, "reset") from error
         self._store_reset(k, result)
         if self._running is not None:
             self._running[0] = 0
-        return {}
+        return step_info if step_info is not None else {}
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
         """Keep env ``k``'s last observation (in ``info``, the caller's copy, or in the

@@ -3,25 +3,24 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Sequence
-from typing import Any
 
 from vec_envs.arguments import check_env_fns, check_timeout
 from vec_envs.cpus import available_cpus
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
-from vec_envs.subproc import control, wake_up
-from vec_envs.subproc.control import ControlBlock, ParentLanes
-from vec_envs.subproc.lane_batches import LaneBatches
-from vec_envs.subproc.lane_lock_step import LaneLockStep
-from vec_envs.subproc.main_guard import check_main_guard
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
-from vec_envs.subproc.shared_slice_server import AttachSharedRequest
-from vec_envs.subproc.spin_wait import Spin
-from vec_envs.subproc.wake_up import ParentSleep, WakeFd, WorkerBell
-from vec_envs.subproc.worker_handle import SubprocWorker
-from vec_envs.types import EnvFn, VecEnvStepReturn
-from vec_envs.workers.async_batches import AsyncBatches
-from vec_envs.workers.protocol import Command
+from vec_envs.subproc.parent.lane_requests import LaneRequests
+from vec_envs.subproc.parent.lanes import ParentLanes, WorkerBell
+from vec_envs.subproc.parent.main_guard import check_main_guard
+from vec_envs.subproc.parent.waiting import ParentSleep, Waiting, WakeFd
+from vec_envs.subproc.parent.worker_process import WorkerProcess
+from vec_envs.subproc.shared import control_block, wake
+from vec_envs.subproc.shared.control_block import ControlBlock
+from vec_envs.subproc.shared.messages import AttachSharedRequest, PipeCommand
+from vec_envs.subproc.shared.spin import Spin
+from vec_envs.types import EnvFn
+from vec_envs.workers.requests import RequestHost, Requests
+from vec_envs.workers.worker import WorkerDied
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
 __all__ = ["SubprocVecEnv", "default_start_method"]
@@ -41,9 +40,11 @@ class SubprocVecEnv(WorkerVecEnv):
     """Envs in worker processes; worker k steps a contiguous slice of envs in series.
 
     Observations (every leaf), rewards and dones are written by the workers straight into
-    shared memory; only actions, small control messages and non-empty infos cross the
-    pipes. An env's exception, a dead worker or a timeout raises ``EnvWorkerError`` /
-    ``EnvTimeoutError``: no call blocks forever.
+    shared memory, and on x86-64 the actions and every step's request and answer too (the
+    env lanes, ``shared/control_block.py``); only what envs have to say (non-empty infos,
+    errors) crosses the pipes, in one message per worker per step at most. An env's
+    exception, a dead worker or a timeout raises ``EnvWorkerError`` / ``EnvTimeoutError``:
+    no call blocks forever.
 
     Args:
         env_fns: one zero-argument factory per env (lambdas and closures work).
@@ -78,7 +79,7 @@ class SubprocVecEnv(WorkerVecEnv):
         (8, 4)
     """
 
-    _worker_class = SubprocWorker
+    _worker_class = WorkerProcess
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
@@ -94,14 +95,12 @@ class SubprocVecEnv(WorkerVecEnv):
         check_main_guard(method)
         self._ctx = mp.get_context(method)
         if method == "forkserver":
-            self._ctx.set_forkserver_preload(["vec_envs.subproc.worker_loop"])
+            self._ctx.set_forkserver_preload(["vec_envs.subproc.worker.main"])
         self.shared_memory = shared_memory
         self._shared: SharedBuffers | None = None
         self._lanes: ParentLanes | None = None  # the env lanes, with actions and results all shared
         self._wake: WakeFd | None = None  # workers wake the parent sleeping on their answers
-        self._sleep: ParentSleep | None = None  # the parent's side of it
         self._bell: WorkerBell | None = None  # the parent wakes sleeping workers with one ring
-        self._lock_step: LaneLockStep | None = None  # lock-step through the lanes, every worker at once
         if step_in_parent is None:
             step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
                               and resolve_in_series("auto", len(env_fns)) < len(env_fns))
@@ -112,72 +111,56 @@ class SubprocVecEnv(WorkerVecEnv):
                          and workers <= available_cpus())
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
                          max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size)
-        if self._lanes is not None and self._shared_actions is not None and LaneLockStep.fits(self.workers):
-            self._lock_step = LaneLockStep(self._lanes, self.workers, self.messenger, self._shared_actions,
-                                           self.buffers, self.reset_infos, self._spin, self._bell,
-                                           self._sleep)
 
-    def _start_worker(self, index: int, first: int, stop: int) -> SubprocWorker:
+    def _start_worker(self, index: int, first: int, stop: int) -> WorkerProcess:
         with clear_mpi_env_vars():
-            return SubprocWorker(self._ctx, index, self._env_fns[first:stop], first, stop,
+            return WorkerProcess(self._ctx, index, self._env_fns[first:stop], first, stop,
                                  self._spin or self._thrifty, self._thrifty)
 
     def _make_buffers(self) -> BatchBuffers:
         if not (self.shared_memory and is_fixed_size(self.observation_space)):
             return super()._make_buffers()
-        lanes = control.supported() and is_fixed_size(self.action_space)  # actions in shared memory too
+        lanes = control_block.supported() and is_fixed_size(self.action_space)  # actions in shared memory too
         words = ControlBlock.words(self.num_envs, len(self.workers)) if lanes else 0
         self._shared = SharedBuffers(self.observation_space, self.action_space, self.num_envs, words)
         self._resources.append(self._shared)
-        self._shared_actions = self._shared.actions
         if self._shared.control is not None and self._shared.actions is not None:
-            self._lanes = ParentLanes(ControlBlock(self._shared.control, self.num_envs, len(self.workers)))
-            if wake_up.supported():
+            block = ControlBlock(self._shared.control, self.num_envs, len(self.workers))
+            if wake.supported():
                 self._wake = WakeFd()
                 self._resources.append(self._wake)
-                self._sleep = ParentSleep(self._lanes.block, self._wake)
-            if WorkerBell.supported():
-                self._bell = WorkerBell(self._lanes.block)
+            if wake.bells_supported():
+                self._bell = WorkerBell(block.parent_row)
                 self._resources.insert(0, self._bell)  # it holds a view: closed before the shared memory
+            last = self.workers[-1]
+            laned = last.first_index if last.is_local else self.num_envs  # the parent's own slice has no lanes
+            self._lanes = ParentLanes(block, laned, self._bell, self._wake_by_pipe)
         return self._shared.buffers
+
+    def _make_requests(self, host: RequestHost) -> Requests:
+        lanes, shared = self._lanes, self._shared
+        if lanes is None or shared is None or shared.actions is None:
+            return super()._make_requests(host)
+        sleep = None if self._wake is None else ParentSleep(lanes.block, self._wake)
+        waiting = Waiting(lanes.block, Spin(self._spin or self._thrifty, self._thrifty), sleep)
+        return LaneRequests(host, lanes, shared.actions, waiting)
+
+    def _wake_by_pipe(self, workers: list[int]) -> None:
+        """Without the bell: a WAKE message to each worker asleep (a dead one is found by the wait)."""
+        for w in workers:
+            try:
+                self.workers[w].send(PipeCommand.WAKE, None)
+            except WorkerDied:
+                pass
 
     def _drop_views(self) -> None:
         super()._drop_views()
-        self._lanes = self._sleep = self._lock_step = self._bell = None
-        for worker in self.workers:
-            if isinstance(worker, SubprocWorker):
-                worker.lanes = worker.sleeper = None
-
-    def _step_async(self, actions: Any) -> None:
-        lock_step = self._lock_step
-        if lock_step is not None and lock_step.usable():
-            lock_step.send(actions)
-            return
-        super()._step_async(actions)
-
-    def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        if self._lock_step is not None and self._lock_step.out:
-            infos = self._lock_step.wait(timeout if timeout is not None else self.timeout)
-            if infos is not None:
-                return self._step_result(infos)
-        # (no local holds the lock-step object: an error's frames must not keep views of the memory)
-        return super()._step_wait(timeout)
-
-    def close_extras(self) -> None:
-        if self._lock_step is not None:
-            self._lock_step.give_up()  # a step_async never waited for: its workers are busy
-        super().close_extras()
-
-    def _make_async_batches(self) -> AsyncBatches:
-        if self._lanes is None or self._shared is None or self._shared.actions is None:
-            return super()._make_async_batches()
-        return LaneBatches(self._batch_host(), self._lanes, self._shared.actions,
-                           Spin(self._spin or self._thrifty, self._thrifty), self._sleep, self._bell)
+        self._lanes = self._bell = None
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
         worker, shared = self.workers[w], self._shared
-        if shared is None or not isinstance(worker, SubprocWorker):  # the parent's own slice
+        if shared is None or not isinstance(worker, WorkerProcess):  # the parent's own slice
             return
         if self._lanes is not None:
             self._lanes.restart(w, worker.first_index, worker.stop)  # a new worker starts from the numbers now
@@ -185,6 +168,4 @@ class SubprocVecEnv(WorkerVecEnv):
                                       w, shared.fd, len(self.workers) if self._lanes is not None else 0,
                                       None if self._wake is None else self._wake.write_fd,
                                       None if self._bell is None else self._bell.fds)
-        self.messenger.round_trip(w, Command.ATTACH_SHARED, request, self.timeout, "__init__", type(None))
-        if self._lanes is not None:
-            worker.lanes, worker.sleeper = self._lanes, self._sleep
+        self.messenger.round_trip(w, PipeCommand.ATTACH_SHARED, request, self.timeout, "__init__", type(None))

@@ -13,7 +13,6 @@ import numpy as np
 from vec_envs.call_guard import guard_methods
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.types import Info, VecEnvIndices, VecEnvObs
-from vec_envs.workers.lock_step_replies import store_arrays
 from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import (
     Command,
@@ -28,6 +27,7 @@ from vec_envs.workers.protocol import (
     StepBatchReply,
     StepBatchRequest,
 )
+from vec_envs.workers.requests import store_arrays
 from vec_envs.workers.worker import Worker
 
 __all__ = ["WorkerEnvAccess"]

@@ -6,7 +6,8 @@ workers: multiprocessing's exit handler terminates every daemonic process it kno
 (the parent's workers, in the child's copy of its list), and the VecEnv's finalizer
 would kill them too (and fail, as they are not the child's children). So every live
 worker VecEnv is registered here, and right after a fork the child's copy of each one
-forgets its workers: they stay the parent's, and the copy refuses every call.
+forgets its workers: they stay the parent's, and the copy refuses every call
+(``VecEnvBase._check_open``, ``errors.FORKED_COPY``).
 """
 from __future__ import annotations
 
@@ -15,10 +16,7 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["register", "FORKED_COPY"]
-
-FORKED_COPY = ("{cls}.{method}(): this VecEnv belongs to process {owner}, and this process ({pid}) is a fork "
-               "of it; its workers stay the parent's, so build a new VecEnv in this process")
+__all__ = ["register"]
 
 _live: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vec_envs.types import EnvFn
-from vec_envs.workers.protocol import Command, Outcome
+from vec_envs.workers.protocol import Outcome
 from vec_envs.workers.slice_server import SliceServer
 from vec_envs.workers.worker import Worker
 
@@ -26,9 +26,13 @@ class LocalWorker(Worker):
     def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int) -> None:
         super().__init__(index, first_index, stop)
         self.server = SliceServer(env_fns, first_index)
-        self._command: tuple[Command, Any] | None = None
+        self._command: tuple[int, Any] | None = None
 
-    def send(self, command: Command, payload: Any) -> None:
+    @property
+    def usable(self) -> bool:
+        return self.server.slice is not None or self.server.startup_failure is not None
+
+    def send(self, command: int, payload: Any) -> None:
         self._command = (command, payload)
 
     def recv(self) -> Outcome:

@@ -51,10 +51,10 @@ class Messenger:
         self.owner = owner
         self.workers = workers
         self.worker_class = worker_class
-        self.awaiting: dict[int, Command] = {}  # worker -> the command whose reply is due
+        self.awaiting: dict[int, int] = {}  # worker -> the command whose reply is due
         self._outcomes: dict[int, Outcome] = {}  # arrived, not yet handed out
 
-    def send(self, w: int, command: Command, payload: Any) -> None:
+    def send(self, w: int, command: int, payload: Any) -> None:
         """Send ``command``; a dead worker's outcome is a failure, collected like a reply."""
         if w in self.awaiting:
             self.drain(w)
@@ -96,11 +96,6 @@ class Messenger:
         """Nothing sent and not collected, nothing collected and not taken?"""
         return not self.awaiting and not self._outcomes
 
-    def deliver(self, w: int, outcome: Outcome) -> None:
-        """Worker ``w``'s outcome of a command run elsewhere (the parent's own slice, stepped
-        by a transport's lock-step), for the next ``gather``."""
-        self._outcomes[w] = outcome
-
     def arrived(self, ws: Iterable[int]) -> dict[int, Outcome]:
         """The outcomes of ``ws`` that arrived (after a gather ran past its timeout)."""
         return {w: self._outcomes.pop(w) for w in ws if w in self._outcomes}
@@ -139,7 +134,7 @@ class Messenger:
             if not ready:
                 if timeout is None:  # no deadline: [] was a spurious wake-up, wait on
                     continue
-                raise self._timeout_error([worker.index for worker in waiting], method, timeout)
+                raise self.timeout_error([worker.index for worker in waiting], method, timeout)
             for worker in ready:
                 self._collect(worker)
             if len(ready) == len(waiting):
@@ -181,7 +176,7 @@ class Messenger:
                 raise self.error(w, value, method)
         return {w: reply_as(value, reply) for w, (ok, value) in outcomes.items()}
 
-    def round_trip(self, w: int, command: Command, payload: Any, timeout: float | None, method: str,
+    def round_trip(self, w: int, command: int, payload: Any, timeout: float | None, method: str,
                    reply: type[R]) -> R:
         """Send one command to worker ``w`` and return its reply, a ``reply`` (or raise its failure)."""
         self.send(w, command, payload)
@@ -212,7 +207,7 @@ class Messenger:
             env_index=failure.env_index, env_indices=worker.env_indices, worker_index=w, method=failure.method,
             remote_traceback=failure.traceback)
 
-    def _timeout_error(self, waiting: Sequence[int], method: str, timeout: float) -> EnvTimeoutError:
+    def timeout_error(self, waiting: Sequence[int], method: str, timeout: float) -> EnvTimeoutError:
         busy = [i for w in waiting for i in self.workers[w].env_indices]
         return EnvTimeoutError(
             f"{self.owner}.{method}: envs {busy} (workers {list(waiting)}) did not answer within "

@@ -1,17 +1,15 @@
-"""The command protocol between a worker VecEnv and its workers, transport-free.
+"""The command protocol between a worker VecEnv and its workers, whatever the transport.
 
 A worker runs one ``SliceServer`` (its slice of envs, ``slice_server.py``). The parent
-sends ``(Command, request)``, where the request is the command's typed payload below (or
-None). Every command but two gets exactly one ``Outcome``: ``Outcome(True, reply)`` with
-the command's typed reply (``REPLY_TYPES``), or ``Outcome(False, WorkerFailure)``. The two
-are the subprocess transport's: WAKE gets no reply at all, and ASYNC_RESET is answered
-per env in shared memory (``vec_envs/subproc/control.py``). Subprocess pipes and Ray
-actors only carry these messages; a transport's own commands (``ATTACH_SHARED``) are
-answered by its own subclass of ``SliceServer``.
+sends a ``Command`` with its typed request below (or None); every command gets exactly
+one ``Outcome``: ``Outcome(True, reply)`` with the command's typed reply (``REPLY_TYPES``),
+or ``Outcome(False, WorkerFailure)``. A transport carries these messages (a Ray actor's
+calls, a pipe's numbered requests) and may add commands of its own, answered by its own
+subclass of ``SliceServer``.
 
 Example:
-    >>> Command.STEP.name, REPLY_TYPES[Command.GET_SPACES].__name__, Command.WAKE in NO_REPLY
-    ('STEP', 'SpacesReply', True)
+    >>> Command.STEP.name, REPLY_TYPES[Command.GET_SPACES].__name__
+    ('STEP', 'SpacesReply')
 """
 from __future__ import annotations
 
@@ -30,8 +28,6 @@ from vec_envs.stepping.env_slice import BatchStepResult
 from vec_envs.types import Info, VecEnvObs
 
 __all__ = [
-    "EMPTY_STEP_REPLY",
-    "NO_REPLY",
     "REPLY_TYPES",
     "reply_as",
     "Arrays",
@@ -50,9 +46,8 @@ __all__ = [
     "SpacesReply",
     "StepBatchReply",
     "StepBatchRequest",
-    "StepEnvsReply",
-    "StepEnvsRequest",
     "StepReply",
+    "StepRequest",
     "WorkerFailure",
 ]
 
@@ -61,22 +56,18 @@ class Command(enum.IntEnum):
     """What the parent asks of a worker (the numbers travel on the wire)."""
 
     GET_SPACES = 1
-    ATTACH_SHARED = 2  # subprocess transport only (vec_envs/subproc/shared_slice_server.py)
-    RESET = 3
-    STEP = 4
-    RESET_ONE = 5
-    GET_ATTR = 6
-    SET_ATTR = 7
-    ENV_METHOD = 8
-    ENV_IS_WRAPPED = 9
-    GET_IMAGES = 10
-    CLOSE = 11
-    GET_STATES = 12
-    SET_STATES = 13
-    STEP_BATCH = 14
-    STEP_ENVS = 15  # asynchronous batches: step some envs of the slice
-    ASYNC_RESET = 16  # subprocess transport only: answered per env in shared memory (subproc/control.py)
-    WAKE = 17  # subprocess transport only: "new requests in shared memory"; no reply
+    RESET = 2
+    STEP = 3  # some envs of the slice (lock-step: all of them), with their actions
+    RESET_ONE = 4
+    GET_ATTR = 5
+    SET_ATTR = 6
+    ENV_METHOD = 7
+    ENV_IS_WRAPPED = 8
+    GET_IMAGES = 9
+    CLOSE = 10
+    GET_STATES = 11
+    SET_STATES = 12
+    STEP_BATCH = 13
 
 
 @dataclass
@@ -108,8 +99,7 @@ class Outcome(NamedTuple):
 
 
 # ------------------------------------------------------------------ requests
-# GET_SPACES, GET_IMAGES and CLOSE carry None; STEP carries the slice's actions, or None
-# when the transport put them where the server reads them (``SliceServer.attach``).
+# GET_SPACES, GET_IMAGES and CLOSE carry None.
 
 class ResetRequest(NamedTuple):
     seeds: Sequence[int | None] | None  # one per env of the slice; None: no reseeding
@@ -166,7 +156,7 @@ class StepBatchRequest(NamedTuple):
     return_states: bool
 
 
-class StepEnvsRequest(NamedTuple):
+class StepRequest(NamedTuple):
     ks: list[int]  # envs of the slice, in the order of ``actions``
     actions: Any  # one action per env of ``ks``
 
@@ -191,33 +181,16 @@ class ResetReply(NamedTuple):
 
 
 class StepReply(NamedTuple):
-    """Only what the parent cannot read elsewhere: non-empty infos, by env of the slice,
-    and the non-empty reset infos of the envs that ended (and were reset).
+    """The envs ``ks`` of a STEP stepped: only what the parent cannot read elsewhere.
 
-    The parent finds the envs that ended by their done flag. Where the buffers have
-    terminal rows (shared memory), their ``terminal_observation`` and
-    ``TimeLimit.truncated`` are there (``with_terminal``), so an episode's end alone
-    leaves the reply empty; elsewhere they are in the env's info, which is never empty then.
+    ``arrays`` holds their rows, in order, unless they are in memory the parent reads
+    (shared memory). The parent finds the envs that ended by their done flag; where the
+    buffers have terminal rows, an episode's end says nothing more
+    (``stepping/ended_infos.py``), elsewhere it is in the env's info.
     """
 
-    infos: Mapping[int, Info]
-    reset_infos: Mapping[int, Info]  # the non-empty ones of the envs that ended and were reset
-    arrays: Arrays | None
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.infos and not self.reset_infos and self.arrays is None
-
-
-#: A step with nothing to say: no infos, every array in shared memory (immutable, so shared).
-EMPTY_STEP_REPLY = StepReply(MappingProxyType({}), MappingProxyType({}), None)
-
-
-class StepEnvsReply(NamedTuple):
-    """The envs ``ks`` of a STEP_ENVS request stepped; ``arrays`` holds their rows, in order."""
-
     infos: dict[int, Info]  # non-empty infos, by env of the slice
-    reset_infos: dict[int, Info]  # of the envs that ended and were reset
+    reset_infos: dict[int, Info]  # the non-empty ones of the envs that ended and were reset
     arrays: Arrays | None
 
 
@@ -231,16 +204,12 @@ class StepBatchReply(NamedTuple):
     arrays: Arrays | None
 
 
-#: The commands that get no ``Outcome`` through the pipe (subprocess transport only).
-NO_REPLY = frozenset({Command.WAKE, Command.ASYNC_RESET})
-
 #: The reply each command's ``Outcome`` carries when ok (None: no value).
 REPLY_TYPES: Mapping[Command, type | None] = MappingProxyType({
-    Command.GET_SPACES: SpacesReply, Command.ATTACH_SHARED: None, Command.RESET: ResetReply,
-    Command.STEP: StepReply, Command.RESET_ONE: ResetOneReply, Command.GET_ATTR: list, Command.SET_ATTR: list,
-    Command.ENV_METHOD: list, Command.ENV_IS_WRAPPED: list, Command.GET_IMAGES: list, Command.CLOSE: None,
-    Command.GET_STATES: list, Command.SET_STATES: None, Command.STEP_BATCH: StepBatchReply,
-    Command.STEP_ENVS: StepEnvsReply,
+    Command.GET_SPACES: SpacesReply, Command.RESET: ResetReply, Command.STEP: StepReply,
+    Command.RESET_ONE: ResetOneReply, Command.GET_ATTR: list, Command.SET_ATTR: list, Command.ENV_METHOD: list,
+    Command.ENV_IS_WRAPPED: list, Command.GET_IMAGES: list, Command.CLOSE: None, Command.GET_STATES: list,
+    Command.SET_STATES: None, Command.STEP_BATCH: StepBatchReply,
 })
 
 

@@ -9,13 +9,14 @@ Example:
     >>> outcome = server.handle(Command.RESET, ResetRequest(seeds=[1, 2]))
     >>> outcome.ok, outcome.value.arrays.obs.shape
     (True, (2, 4))
-    >>> server.handle(Command.STEP, np.array([0, 1])).value.arrays.dones
+    >>> server.handle(Command.STEP, StepRequest([0, 1], np.array([0, 1]))).value.arrays.dones
     array([False, False])
     >>> server.handle(Command.CLOSE, None).ok
     True
 """
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from vec_envs.spaces.batching import BatchBuffers, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
-from vec_envs.types import EnvFn, Info
+from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import (
     Arrays,
     Command,
@@ -41,9 +42,8 @@ from vec_envs.workers.protocol import (
     SpacesReply,
     StepBatchReply,
     StepBatchRequest,
-    StepEnvsReply,
-    StepEnvsRequest,
     StepReply,
+    StepRequest,
     WorkerFailure,
 )
 
@@ -57,7 +57,7 @@ class SliceServer:
     transport's subclass adds its own commands there.
     """
 
-    HANDLERS: ClassVar[dict[Command, str]] = {
+    HANDLERS: ClassVar[dict[int, str]] = {
         Command.GET_SPACES: "_get_spaces",
         Command.RESET: "_reset",
         Command.STEP: "_step",
@@ -71,7 +71,6 @@ class SliceServer:
         Command.GET_STATES: "_get_states",
         Command.SET_STATES: "_set_states",
         Command.STEP_BATCH: "_step_batch",
-        Command.STEP_ENVS: "_step_envs",
     }
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
@@ -91,14 +90,14 @@ class SliceServer:
         """Run one command; never raises: a failure becomes ``Outcome(False, WorkerFailure)``."""
         handler = self._handlers.get(command)
         if handler is None:
-            valid = ", ".join(f"{Command(c).name}={c}" for c in self._handlers)
+            valid = ", ".join(f"{_name(c)}={c}" for c in self._handlers)
             return Outcome(False, WorkerFailure(None, "handle", f"unknown command {command!r}; valid: {valid}", ""))
         if self.startup_failure is not None and command != Command.CLOSE:
             return Outcome(False, self.startup_failure)
         try:
             return Outcome(True, handler(payload))
         except Exception as exc:
-            return Outcome(False, WorkerFailure.from_exception(exc, Command(command).name.lower()))
+            return Outcome(False, WorkerFailure.from_exception(exc, _name(command).lower()))
 
     @property
     def envs(self) -> EnvSlice:
@@ -132,23 +131,7 @@ class SliceServer:
     def _reset(self, request: ResetRequest) -> ResetReply:
         return ResetReply(list(self.envs.reset(request.seeds, request.options)), self._arrays())
 
-    def _step(self, actions: Any | None) -> StepReply:
-        envs = self.envs
-        if actions is None:  # the transport wrote them where we read them (attach)
-            actions = self._actions.copy()
-        return self.step_reply(envs.step(actions))
-
-    def step_reply(self, infos: list[Info]) -> StepReply:
-        """The reply to a step of the whole slice that returned ``infos``."""
-        envs = self.envs
-        ended = envs.ended(infos)
-        if not ended and not any(infos):  # the usual step: nothing to say
-            return StepReply({}, {}, self._arrays())
-        reset_infos = envs.reset_infos
-        return StepReply({k: info for k, info in enumerate(infos) if info},
-                         {k: reset_infos[k] for k in ended if reset_infos[k]}, self._arrays())
-
-    def _step_envs(self, request: StepEnvsRequest) -> StepEnvsReply:
+    def _step(self, request: StepRequest) -> StepReply:
         envs = self.envs
         infos = {k: info for k, action in zip(request.ks, request.actions) if (info := envs.step_env(k, action))}
         dones = envs.buffers.dones
@@ -157,7 +140,7 @@ class SliceServer:
         if not self.shared:
             ks = np.asarray(request.ks, np.int64)
             arrays = Arrays(take_rows(envs.buffers.obs, ks), envs.buffers.rewards[ks], dones[ks])
-        return StepEnvsReply(infos, reset_infos, arrays)
+        return StepReply(infos, reset_infos, arrays)
 
     def _reset_one(self, request: ResetOneRequest) -> ResetOneReply:
         obs = self.envs.reset_one(request.k, request.seed)
@@ -199,3 +182,8 @@ class SliceServer:
             self._close(None)
         except Exception:
             pass
+
+
+def _name(command: int) -> str:
+    """A command's name: the protocol's, else the transport's own (an ``IntEnum`` member keeps it)."""
+    return command.name if isinstance(command, enum.IntEnum) else Command(command).name

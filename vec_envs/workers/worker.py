@@ -5,7 +5,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from vec_envs.workers.protocol import Command, Outcome
+from vec_envs.workers.protocol import Outcome
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -41,9 +41,16 @@ class Worker(ABC):
     def env_indices(self) -> list[int]:
         return list(range(self.first_index, self.stop))
 
+    @property
+    def usable(self) -> bool:
+        """False once this process killed it (work given up on) or a Ctrl-C cut a message to
+        or from it: the VecEnv replaces it at its next reset."""
+        return not self.broken
+
     @abstractmethod
-    def send(self, command: Command, payload: Any) -> None:
-        """Send one command (raises ``WorkerDied`` if the worker is gone)."""
+    def send(self, command: int, payload: Any) -> None:
+        """Send one command, a ``Command`` or a transport's own (raises ``WorkerDied`` if the
+        worker is gone)."""
 
     @abstractmethod
     def recv(self) -> Outcome:

@@ -1,13 +1,14 @@
 """WorkerVecEnv: the parent side of every worker backend, whatever the transport.
 
-Slicing envs into workers and the VecEnv API over them live here once, with the command
-round trips in a ``Messenger`` and the restart policy in a ``RestartPolicy``; a transport
-(SubprocVecEnv, RayVecEnv) only says how to start a ``Worker`` and, optionally, how to
-share the batch buffers with it.
+Slicing envs into workers and the VecEnv API over them live here once: every reset and
+step, lock-step or recv/send, goes through one ``Requests`` object (``requests.py``), the
+other commands' round trips through a ``Messenger``, and the restart policy is a
+``RestartPolicy``. A transport (SubprocVecEnv, RayVecEnv) only says how to start a
+``Worker`` and, optionally, how to share the batch buffers with it and how its requests
+travel.
 """
 from __future__ import annotations
 
-import functools
 import math
 import os
 import time
@@ -19,27 +20,18 @@ from typing import Any
 import numpy as np
 
 from vec_envs.arguments import check_env_fns, check_int, check_timeout
-from vec_envs.async_envs import EnvStatus, check_batch_size
+from vec_envs.async_envs import check_batch_size
 from vec_envs.cpus import available_cpus
-from vec_envs.errors import EnvWorkerError, VecEnvError
+from vec_envs.errors import EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size
 from vec_envs.types import EnvFn, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers import fork_safety
-from vec_envs.workers.async_batches import AsyncBatches, BatchHost
 from vec_envs.workers.env_access import WorkerEnvAccess
 from vec_envs.workers.local_worker import LocalWorker
-from vec_envs.workers.lock_step_replies import ended_info, flag_restarted, store_ended, store_reset, store_step
 from vec_envs.workers.messenger import DRAIN_TIMEOUT_S, Messenger
-from vec_envs.workers.protocol import (
-    Command,
-    ResetReply,
-    ResetRequest,
-    SpacesReply,
-    StepReply,
-    WorkerFailure,
-    reply_as,
-)
+from vec_envs.workers.protocol import Command, ResetReply, ResetRequest, SpacesReply, WorkerFailure
+from vec_envs.workers.requests import CommandRequests, RequestHost, Requests, store_arrays
 from vec_envs.workers.restart_policy import RestartPolicy
 from vec_envs.workers.shutdown import close_workers, end_workers
 from vec_envs.workers.worker import Worker, WorkerDied
@@ -75,9 +67,10 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
     """Envs in workers, each stepping a contiguous slice of envs in series.
 
     Subclasses implement ``_start_worker`` and may override ``_make_buffers`` /
-    ``_prepare_worker`` to share memory with their workers. With ``step_in_parent`` the
-    last slice is stepped by the parent itself (a ``LocalWorker``) while the workers
-    step theirs. The env-access methods are ``WorkerEnvAccess``'s.
+    ``_prepare_worker`` to share memory with their workers and ``_make_requests`` to send
+    requests their own way. With ``step_in_parent`` the last slice is stepped by the
+    parent itself (a ``LocalWorker``) while the workers step theirs. The env-access methods
+    are ``WorkerEnvAccess``'s.
     """
 
     _worker_class: type[Worker]
@@ -94,9 +87,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.close_timeout = CLOSE_TIMEOUT_S  #: seconds close() gives all workers together
         self._owner_pid = os.getpid()  # a forked child's copy leaves the workers alone
         self.step_in_parent = step_in_parent
-        self._shared_actions: np.ndarray | None = None
         self._batch_size = batch_size
-        self._batches: AsyncBatches | None = None
         self.workers: list[Worker] = []
         self.messenger = Messenger(type(self).__name__, self.workers, self._worker_class)
         self._resources: list[Any] = []
@@ -124,6 +115,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.buffers = self._make_buffers()
         for w in range(len(self.workers)):
             self._prepare_worker(w)
+        self.requests = self._make_requests(RequestHost(
+            type(self).__name__, self.workers, self.messenger, np.asarray(self._worker_of, np.int64), self.buffers,
+            self.reset_infos, self._async, self._restart))
 
     def _new_worker(self, index: int, first: int, stop: int) -> Worker:
         if index == self._local_index:
@@ -155,15 +149,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         """The parent's batch buffers (default: local arrays the replies are copied into)."""
         return BatchBuffers.allocate(self.observation_space, self.num_envs)
 
-    def _make_async_batches(self) -> AsyncBatches:
-        """The parent's side of recv/send (default: one command per group of envs per worker)."""
-        return AsyncBatches(self._batch_host())
-
-    def _batch_host(self) -> BatchHost:
-        """What the recv/send machinery may use of this VecEnv."""
-        return BatchHost(type(self).__name__, self.workers, self.messenger, np.asarray(self._worker_of, np.int64),
-                         self.buffers, self.reset_infos, self._restart, functools.partial(ended_info, self.buffers),
-                         self._returned_envs)
+    def _make_requests(self, host: RequestHost) -> Requests:
+        """How resets and steps reach the envs (default: one command per group of envs per worker)."""
+        return CommandRequests(host)
 
     def _prepare_worker(self, w: int) -> None:
         """Called once per (re)started worker, after its spaces were checked.
@@ -182,7 +170,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         """Start resetting every env (seeds from ``seed()``, options from ``set_options()``);
         finish with ``reset_wait``."""
         self._check_idle("reset_async")
-        self._send_reset(*self._take_reset_args())
+        self._mend()
+        self.requests.reset(*self._take_reset_args())
         self._pending = "reset"
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
@@ -192,23 +181,12 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         return self._finish_pending(lambda: self._reset_wait(timeout))
 
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
-        if self._batches is not None:
-            self._batches.owed.clear()  # every env starts afresh: nothing is owed
-        self._send_reset(seeds, options)
+        self._mend()
+        self.requests.reset(seeds, options)
         return self._reset_wait(None)
 
-    def _send_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
-        for worker in self.workers:
-            self.messenger.send(worker.index, Command.RESET,
-                                ResetRequest.of_slice(seeds, options, worker.first_index, worker.stop))
-
     def _reset_wait(self, timeout: float | None) -> VecEnvObs:
-        outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "reset")
-        for w, (ok, value) in outcomes.items():
-            if ok:
-                store_reset(self.buffers, self.reset_infos, self.workers[w], reply_as(value, ResetReply))
-            else:
-                self._restart(w, value, "reset")
+        self.requests.collect(self._wait_timeout(timeout))
         return self._observations()
 
     def _wait_timeout(self, timeout: float | None) -> float | None:
@@ -216,61 +194,36 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         return self.timeout if timeout is None else timeout
 
     def _observations(self) -> VecEnvObs:
-        return copy_obs(self.buffers.obs) if self.copy else self.buffers.obs
+        obs = self.buffers.obs
+        if not self.copy:
+            return obs
+        return obs.copy() if type(obs) is np.ndarray else copy_obs(obs)
 
     def _step_async(self, actions: Any) -> None:
-        shared = self._shared_actions
-        if shared is not None:
-            shared[...] = actions  # the workers read their rows; only the command is sent
-        for worker in self.workers:
-            own = shared is None or worker.is_local
-            self.messenger.send(worker.index, Command.STEP, actions[worker.first_index:worker.stop] if own else None)
+        self.requests.send(actions)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        outcomes = self.messenger.gather(range(len(self.workers)), self._wait_timeout(timeout), "step")
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        failed = []
-        for w, (ok, value) in outcomes.items():
-            if ok:
-                store_step(self.buffers, self.reset_infos, self.workers[w].first_index, reply_as(value, StepReply),
-                           infos)
-            else:
-                failed.append((w, value))
-        if self.buffers.terminal_obs is not None:
-            store_ended(self.buffers, self.reset_infos, outcomes, self._worker_of, self.workers, infos)
-        for w, failure in failed:
-            flag_restarted(self.buffers, self.workers[w], self._restart(w, failure, "step"), infos)
-        return self._step_result(infos)
-
-    def _step_result(self, infos: list[dict[str, Any]]) -> VecEnvStepReturn:
-        """The step's return, the rows in the buffers; the envs of a worker replaced while they
-        waited for their ``send`` get flagged rows."""
-        if self._batches is not None and self._batches.owed:
-            self._batches.flag_owed_rows(infos)
-        return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
+        infos = self.requests.collect(self.timeout if timeout is None else timeout)
+        buffers = self.buffers
+        obs = buffers.obs
+        if self.copy:
+            obs = obs.copy() if type(obs) is np.ndarray else copy_obs(obs)
+        return obs, buffers.rewards.copy(), buffers.dones.copy(), infos
 
     # ---------------------------------------------------------- asynchronous batches
-    @property
-    def _async_batches(self) -> AsyncBatches:
-        """The recv/send machinery, made at the first ``async_reset``."""
-        if self._batches is None:
-            self._batches = self._make_async_batches()
-        return self._batches
-
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
-        self._async_batches.reset(seeds, options)
+        self._mend()
+        self.requests.reset(seeds, options)
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
-        actions, env_ids = self._async_batches.settle_owed(actions, env_ids)  # envs of a replaced worker
-        self._async_batches.send(actions, env_ids)
+        if self.requests.owed:  # envs of a replaced worker: answered at once, flagged
+            actions, env_ids = self.requests.settle_owed(actions, env_ids)
+            if not len(env_ids):
+                return
+        self.requests.send(actions, env_ids)
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        obs, rewards, dones, infos, env_ids = self._async_batches.recv(count, self._wait_timeout(timeout))
-        return obs, rewards, dones, infos, env_ids
-
-    def _returned_envs(self) -> np.ndarray:
-        """The envs returned by ``recv`` that wait for their ``send``."""
-        return np.flatnonzero(self._async.status == EnvStatus.RETURNED)
+        return self.requests.recv(count, self.timeout if timeout is None else timeout)
 
     # -------------------------------------------------------------------- restart
     def _restart(self, w: int, failure: WorkerFailure | WorkerDied, method: str) -> str:
@@ -289,14 +242,30 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.messenger.round_trip(w, Command.GET_SPACES, None, self._start_timeout(), "__init__", SpacesReply)
         self._prepare_worker(w)
         reply = self.messenger.round_trip(w, Command.RESET, ResetRequest(None), self.timeout, "reset", ResetReply)
-        store_reset(self.buffers, self.reset_infos, self.workers[w], reply)
+        worker = self.workers[w]
+        self.reset_infos[worker.first_index:worker.stop] = reply.infos
+        if reply.arrays is not None:
+            store_arrays(self.buffers, worker.first_index, reply.arrays)
+
+    def _mend(self) -> None:
+        """Before a reset: give up on whatever a call left out (a Ctrl-C, a failure), and
+        replace each worker that had to be killed for it, or whose pipe a Ctrl-C cut (its
+        envs are reset like the others; no restart is counted)."""
+        late = self.requests.abort()
+        awaiting = [w for w in self.messenger.awaiting if w not in late]
+        self.messenger.drain_all(awaiting, time.monotonic() + DRAIN_TIMEOUT_S)
+        for worker in list(self.workers):
+            if not worker.usable:
+                self._replace_worker(worker.index)
 
     # ---------------------------------------------------------------------- close
     def _drop_views(self) -> None:
-        """Drop every view of the batch buffers, so shared memory is unmapped at once."""
+        """Drop every view of the batch buffers, so shared memory is unmapped at once (an
+        error's frames may still hold the request machinery: it lets go of them too)."""
         vars(self).pop("buffers", None)
-        self._shared_actions = None
-        self._batches = None
+        requests = vars(self).pop("requests", None)
+        if requests is not None:
+            requests.release()
 
     def close_extras(self) -> None:
         """Ask every worker to close its envs, then end the workers and free the buffers.
@@ -314,8 +283,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         closed: list[int] = []
         failure = None
         try:
-            if self._batches is not None:
-                late = self._batches.abort()  # envs still in flight: let them finish (else killed), read what is due
+            if "requests" in vars(self):
+                late = self.requests.abort()  # envs still out: let them finish (else killed)
             awaiting = [w for w in self.messenger.awaiting if w not in late]
             late += self.messenger.drain_all(awaiting, min(deadline, start + DRAIN_TIMEOUT_S))
             ws = [w for w in range(len(self.workers)) if w not in late and not self.workers[w].broken]
@@ -338,9 +307,3 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self._finalizer.detach()
         for worker in self.workers:
             worker.forget()
-
-    def _check_open(self, method: str) -> None:
-        super()._check_open(method)
-        if os.getpid() != self._owner_pid:
-            raise VecEnvError(fork_safety.FORKED_COPY.format(cls=type(self).__name__, method=method,
-                                                             owner=self._owner_pid, pid=os.getpid()))

@@ -19,11 +19,13 @@ the CPU it would burn is one another process needs.
 from __future__ import annotations
 
 import os
+import select
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["Spin", "spin_until", "SPIN_MIN_S", "SPIN_MAX_S"]
+__all__ = ["WAIT_TIMES", "Spin", "WaitTimes", "pipe_poller", "spin_until", "yield_cpu", "SPIN_MIN_S", "SPIN_MAX_S"]
 
 SPIN_MIN_S = 200e-6
 SPIN_MAX_S = 2e-3
@@ -31,7 +33,30 @@ _SMOOTHING = 0.125
 _THRIFTY_HITS = 0.8  # a thrifty spin stops while fewer of the recent waits than this ended in time
 _MAX_UNLEARNT = 64  # waits noted before they are learnt from anyway
 
-_yield = getattr(os, "sched_yield", lambda: None)
+#: give the CPU to another runnable process, if any (a spinning process calls it every turn)
+yield_cpu = getattr(os, "sched_yield", lambda: None)
+
+
+class WaitTimes:
+    """The CPU this process spent waiting for the other side, in seconds: spinning
+    (``spun``), and going to sleep, waking up and waking others (``slept``). Counted only
+    while ``enabled`` (off by default: two clock reads per wait otherwise): a benchmark
+    turns it on, in the parent and in each worker (from an env factory, which runs there),
+    to tell a transport's work from its waiting.
+
+    Example:
+        >>> WAIT_TIMES.enabled, WAIT_TIMES.spun >= 0.0
+        (False, True)
+    """
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.spun = 0.0
+        self.slept = 0.0
+
+
+#: this process's wait times (see ``WaitTimes``)
+WAIT_TIMES = WaitTimes()
 
 
 class Spin:
@@ -93,6 +118,16 @@ def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
         return result
     end = time.perf_counter() + seconds
     while not result and time.perf_counter() < end:
-        _yield()
+        yield_cpu()
         result = ready()
     return result
+
+
+def pipe_poller(conn: Connection) -> Any:
+    """A reusable ``select.poll`` on ``conn``: a look at the pipe far cheaper than ``conn.poll()``
+    (None where there is no ``poll``)."""
+    if not hasattr(select, "poll"):
+        return None
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    return poller

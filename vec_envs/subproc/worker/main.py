@@ -1,47 +1,34 @@
 """The loop a worker process runs: wait for work, serve it, until CLOSE or the parent is gone.
 
-Work comes two ways: commands through the pipe (every command; ``protocol.py``), and
-requests in the env lanes of shared memory (``control.py``). The worker spins a while
-looking at both (``spin_wait.py``), then says in its row that it sleeps and sleeps on its
-pipe and on the workers' bell: the parent rings the bell once for every sleeping worker
-(``wake_up.WorkerBell``), or, without one, wakes it with a WAKE message. Nothing in flight, it naps on
-nothing: it wakes only for the pipe, or every ``PARENT_CHECK_S`` to see whether its
-parent still lives.
+Work comes two ways: requests through the pipe (every command; ``shared/messages.py``),
+and requests in the env lanes of shared memory (``shared/control_block.py``). The worker
+spins a while looking at both (``shared/spin.py``), then says in its row that it sleeps
+and sleeps on its pipe and on the workers' bell: the parent rings the bell once for every
+sleeping worker (``shared/wake.py``), or, without one, sends it a WAKE through its pipe.
+Asleep, it wakes only for the pipe or the bell, or every ``PARENT_CHECK_S`` to see
+whether its parent still lives. ``serving.py`` answers what woke it.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
 import sys
 import time
-from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
-from vec_envs.subproc.control import WorkerLanes
-from vec_envs.subproc.lane_serving import serve_requests
-from vec_envs.subproc.parent_watch import watch_parent
-from vec_envs.subproc.shared_slice_server import SharedSliceServer, receive_attach
-from vec_envs.subproc.spin_wait import Spin, spin_until
-from vec_envs.subproc.unpicklable import unpicklable_reply
-from vec_envs.workers.protocol import NO_REPLY, Command, Outcome, ResetReply, StepReply, WorkerFailure
+from vec_envs.subproc.shared.spin import WAIT_TIMES, Spin, pipe_poller, spin_until
+from vec_envs.subproc.worker.lanes import WorkerLanes
+from vec_envs.subproc.worker.parent_watch import watch_parent
+from vec_envs.subproc.worker.serving import ProcessSliceServer
+from vec_envs.workers.protocol import Command
 
-__all__ = ["PARENT_CHECK_S", "pipe_poller", "worker_main"]
+__all__ = ["PARENT_CHECK_S", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often a sleeping worker checks that its parent still lives
 _PIPE, _LANES, _PARENT_GONE = 1, 2, 3  # what woke the worker (never 0: spin_until takes each as found)
-
-
-def pipe_poller(conn: Connection) -> Any:
-    """A reusable ``select.poll`` on ``conn`` (~1 us a look, where ``conn.poll()`` takes ~8)."""
-    if not hasattr(select, "poll"):
-        return None
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN)
-    return poller
 
 
 def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int, use_pdeathsig: bool,
@@ -56,7 +43,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     if use_pdeathsig:
         _die_with_parent()
     watch_parent(parent_pid or parent)  # whatever the start method, even inside env.step
-    server = SharedSliceServer(env_fns.x, first_index)
+    server = ProcessSliceServer(env_fns.x, first_index, conn)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))
     poller, spinner, sleeper = pipe_poller(conn), Spin(spin, thrifty), Sleeper(conn)
@@ -65,9 +52,9 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
             event = _wait_for_work(conn, poller, spinner, parent, server.lanes, sleeper.bells(server.bells))
             if event == _PARENT_GONE:
                 return
-            if event == _LANES and server.lanes is not None:
-                serve_requests(conn, server, server.lanes)
-            elif _serve_pipe_command(conn, server) == Command.CLOSE:
+            if event == _LANES:
+                server.serve_lanes()
+            elif server.serve_command() == Command.CLOSE:
                 return
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent closed its end
@@ -85,10 +72,26 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
             return _LANES
         return _PIPE if poller is None or poller.poll(0) else 0
 
+    times = WAIT_TIMES
+    if times.enabled:
+        return _counted_wait(event, spin, parent, lanes, bells)
     if not spin.enabled:  # nothing to learn: sleep (after a last look at the lanes)
         return _sleep_until_work(parent, lanes, bells)
     start = time.perf_counter()
     found = spin_until(event, spin.budget()) or _sleep_until_work(parent, lanes, bells)
+    spin.record(time.perf_counter() - start)
+    return found
+
+
+def _counted_wait(event: Any, spin: Spin, parent: int, lanes: WorkerLanes | None, bells: Sleeper) -> int:
+    """``_wait_for_work``, adding its CPU to ``WAIT_TIMES``: the spin's and the sleep's."""
+    start, cpu = time.perf_counter(), time.thread_time()
+    found = spin_until(event, spin.budget())
+    slept = time.thread_time()
+    WAIT_TIMES.spun += slept - cpu
+    if not found:
+        found = _sleep_until_work(parent, lanes, bells)
+        WAIT_TIMES.slept += time.thread_time() - slept
     spin.record(time.perf_counter() - start)
     return found
 
@@ -155,19 +158,6 @@ def _sleep_until_work(parent: int, lanes: WorkerLanes | None, sleeper: Sleeper) 
             lanes.set_sleeping(False)
 
 
-def _serve_pipe_command(conn: Connection, server: SharedSliceServer) -> int:
-    """Read and answer the command waiting in the pipe; returns it."""
-    command, payload = conn.recv()
-    if command in NO_REPLY:
-        if command == Command.ASYNC_RESET:
-            server.async_reset(conn, payload)
-        return int(command)
-    if command == Command.ATTACH_SHARED:
-        payload = receive_attach(conn, payload)
-    _reply(conn, server.handle(command, payload), command, server.first_index)
-    return int(command)
-
-
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (best effort)."""
     if not sys.platform.startswith("linux"):
@@ -179,26 +169,3 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _reply(conn: Connection, outcome: Outcome, command: int, first_index: int) -> None:
-    """Send the outcome; a reply that cannot be pickled becomes a failure naming why."""
-    try:
-        conn.send(outcome)
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        conn.send(Outcome(False, _unpicklable(outcome.value, Command(command).name.lower(), first_index, exc)))
-
-
-def _unpicklable(reply: Any, method: str, first_index: int, exc: Exception) -> WorkerFailure:
-    """Why ``reply`` cannot be pickled: the first env info that cannot, naming the env."""
-    infos = ((what, source, first_index + k, info) for what, source, pairs in _infos_of(reply) for k, info in pairs)
-    return unpicklable_reply(method, infos, f"the result of {method}()", None, exc)
-
-
-def _infos_of(reply: Any) -> list[tuple[str, str, Iterable[tuple[int, Any]]]]:
-    """The per-env infos a reply carries: (what, the env method, (k, info) pairs)."""
-    if isinstance(reply, StepReply):
-        return [("info", "step", reply.infos.items()), ("reset info", "reset", reply.reset_infos.items())]
-    if isinstance(reply, ResetReply):
-        return [("reset info", "reset", enumerate(reply.infos))]
-    return []

@@ -1,9 +1,9 @@
 """EnvSlice's C step loop (``_step_kernel.c``) stores exactly what the Python loop stores.
 
-The C loop takes only the quiet results (an array observation of the space's dtype and
-shape, a usual reward type, two False flags, an empty info) and hands every other result
-back to the Python loop, so each kind of result below must give the same rows, infos and
-errors with and without it.
+The C loop takes only the usual results (an array observation of the space's dtype and
+shape, a usual reward type, two bool flags, an info dict) and hands every other result
+back to the Python loop, so each kind of result below must give the same rows, infos,
+reports and errors with and without it.
 """
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 from vec_envs.errors import EnvCallFailed
 from vec_envs.spaces.batching import BatchBuffers
 from vec_envs.stepping import env_slice
-from vec_envs.stepping.env_slice import EnvSlice
-from vec_envs.stepping.marks import Marks
+from vec_envs.stepping.env_slice import DoneHook, EnvSlice
 
 SPACE = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
 
@@ -109,10 +108,7 @@ def _same(a, b) -> None:
         assert type(a) is type(b) and a == b
 
 
-def test_the_c_step_loop_is_built():
-    assert env_slice._step_kernel is not None, (
-        "vec_envs/stepping/_step_kernel.c was not built (no C compiler at install?): every env step goes "
-        "through Python")
+pytestmark = pytest.mark.skipif(env_slice._step_kernel is None, reason="the C step loop is not built or is off")
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
@@ -125,9 +121,9 @@ def test_every_kind_of_result_is_stored_as_the_python_loop_stores_it(terminal, m
     _same(fast, slow)
 
 
-def _marked_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch) -> list:
-    """Step every env through ``step_marked`` as a recv/send worker does, recording what
-    each call returns, the rows, the marks, and what ``notify`` sees when it is called."""
+def _run_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch) -> list:
+    """Step every env through ``step_run`` as a worker serving its lanes does, recording what
+    was said, what was reported done (and what the rows held then), and the rows."""
     n = len(kinds_per_env)
     with monkeypatch.context() as patch:
         if not with_kernel:
@@ -136,59 +132,103 @@ def _marked_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch
                          for i, kinds in enumerate(kinds_per_env)], first_index=5)
         envs.attach(BatchBuffers.allocate(SPACE, n, terminal=True))
         envs.reset()
-        notified: list = []
-        marks = Marks(np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
-                      lambda: notified.append((marks.cells.copy(), int(marks.tally[0]))))
+        reported: list = []
+        hook = DoneHook(lambda k: reported.append((k, envs.buffers.rewards[k].item(), bool(envs.buffers.dones[k]))))
         trace = []
-        for step in range(2 * len(KINDS)):
-            marks.values[:] = 2 * step + 2 + np.arange(n)
-            marks.watch[0] = step % 2  # notify() only while the watched word is set
-            actions, returned, k = np.arange(n) % 2, [], 0
-            while k < n:
-                k, info = envs.step_marked(actions[k:], k, k, n, marks)
-                if k < n:
-                    returned.append((k, info, dict(envs.reset_infos[k]) if envs.buffers.dones[k] else None))
-                    k += 1
-            marked = np.flatnonzero(marks.cells == marks.values).tolist()
-            assert sorted(marked + [k for k, _, _ in returned]) == list(range(n))  # each env once, one way
+        for _ in range(2 * len(KINDS)):
+            reported.clear()
+            said: list = []
+            actions = np.arange(n) % 2
+            envs.step_run(actions[1:], 1, 1, n, hook, said)  # a run of envs 1.. (actions from 1)
+            assert sorted([k for k, _ in said] + [k for k, _, _ in reported]) == list(range(1, n))  # once each
             buffers = envs.buffers
-            trace.append((returned, marks.cells.copy(), int(marks.tally[0]), buffers.obs.copy(),
+            trace.append((said, list(reported), [dict(info) for info in envs.reset_infos], buffers.obs.copy(),
                           buffers.rewards.copy(), buffers.dones.copy(), buffers.terminal_obs.copy(),
                           buffers.time_limit_truncated.copy()))
-        return trace + [notified]
+        return trace
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
-def test_step_marked_marks_each_env_with_nothing_to_say_as_the_python_loop_does(monkeypatch):
+def test_step_run_reports_each_env_with_nothing_to_say_and_keeps_the_others_as_the_python_loop_does(
+        monkeypatch):
     kinds = list(KINDS)
     per_env = [kinds[i:] + kinds[:i] for i in range(4)] + [["quiet"], ["quiet", "quiet", "terminated"]] * 4
-    fast = _marked_trace(per_env, True, monkeypatch)
-    slow = _marked_trace(per_env, False, monkeypatch)
+    fast = _run_trace(per_env, True, monkeypatch)
+    slow = _run_trace(per_env, False, monkeypatch)
     _same(fast, slow)
-    steps, notified = fast[:-1], fast[-1]
-    returned, marked = sum(len(step[0]) for step in steps), steps[-1][2]
-    assert returned > 0 and marked > 0 and returned + marked == len(steps) * len(per_env)
-    assert 0 < len(notified) < marked  # only while watched
+    said = sum(len(step[0]) for step in fast)
+    reported = sum(len(step[1]) for step in fast)
+    assert said > 0 and reported > 0 and said + reported == len(fast) * (len(per_env) - 1)
 
 
-def test_the_c_loop_refuses_marks_it_cannot_write():
+def test_the_c_loop_reports_through_a_c_hook_as_through_a_python_one():
+    from vec_envs.subproc.shared import _lanes_kernel  # the lanes kernel makes the C hook
+
+    n = 3
+    answered, values = np.zeros(n, np.int64), np.full(n, 7 << 1, np.int64)
+    rows = np.zeros((2, 8), np.int64)  # one worker's row, then the parent's
+    hook = DoneHook(lambda k: None, _lanes_kernel.answerer(answered, values, rows, 0, -1, 1, 0, 1))
+    envs = EnvSlice([lambda: ScriptedEnv(["quiet"]), lambda: ScriptedEnv(["info"]), lambda: ScriptedEnv(["quiet"])])
+    envs.attach(BatchBuffers.allocate(SPACE, n, terminal=True))
+    envs.reset()
+    said: list = []
+    envs.step_run([0, 0, 0], 0, 0, n, hook, said)
+    assert [k for k, _ in said] == [1]  # env 1 said {"t": ...}: not answered here
+    assert answered.tolist() == [7 << 1, 0, 7 << 1]
+    assert rows[0, 1] == 2  # two answers counted
+
+
+def test_the_c_loop_refuses_a_hook_it_cannot_call():
     envs = EnvSlice([lambda: ScriptedEnv(["quiet"])] * 2)
     envs.reset()
-    word = np.zeros(1, np.int64)
-    with pytest.raises(ValueError, match="int64 cells and values with a word per env"):
-        envs.step_marked([0, 0], 0, 0, 2, Marks(np.zeros(1, np.int64), np.zeros(2, np.int64), word, word, None))
-    with pytest.raises(ValueError, match="int64 cells"):
-        envs.step_marked([0, 0], 0, 0, 2, Marks(np.zeros(2, np.int32), np.zeros(2, np.int64), word, word, None))
+    with pytest.raises(TypeError, match="on_done must be None, a callable or an on_done capsule"):
+        env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], 5, [])
+    with pytest.raises(TypeError, match="on_done and said"):
+        env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], lambda k: None)
 
 
-def test_infos_of_quiet_envs_are_fresh_dicts():
-    envs = EnvSlice([lambda: ScriptedEnv(["quiet"])] * 3)
+def test_an_env_that_empties_the_slice_mid_loop_is_an_index_error_not_a_crash():
+    class Emptying(ScriptedEnv):
+        def step(self, action):
+            envs.envs.clear()  # env code reaching into the slice's list
+            return super().step(action)
+
+    envs = EnvSlice([lambda: Emptying(["quiet"]), lambda: ScriptedEnv(["quiet"])])
     envs.reset()
-    infos = envs.step([0, 0, 0])
-    assert infos == [{}, {}, {}]
-    assert len({id(info) for info in infos}) == 3
-    infos[0]["mine"] = 1
-    assert envs.step([0, 0, 0]) == [{}, {}, {}]
+    k, result, error, resetting, _ = env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [])
+    assert (k, result, resetting) == (1, None, False)  # env 1's call failed, as any env failure
+    assert isinstance(error, IndexError) and "env 1 is gone from the slice's list" in str(error)
+
+
+def test_an_info_is_copied_before_the_reset_that_may_change_it():
+    class Reused(ScriptedEnv):
+        info: dict = {}
+
+        def reset(self, *, seed=None, options=None):
+            self.info["t"] = 0
+            return _obs(0), self.info
+
+        def step(self, action):
+            self.t += 1
+            self.info["t"] = self.t
+            return _obs(self.t), 1.0, True, False, self.info  # every step ends the episode
+
+    envs = EnvSlice([lambda: Reused(["quiet"])])
+    envs.attach(BatchBuffers.allocate(SPACE, 1, terminal=True))
+    envs.reset()
+    assert envs.step([0]) == [{"t": 1}]  # the step's info, not the reset's update of the same dict
+    assert envs.reset_infos == [{"t": 0}]
+
+
+def test_infos_are_fresh_dicts():
+    envs = EnvSlice([lambda: ScriptedEnv(["quiet"])] * 3 + [lambda: ScriptedEnv(["info"])])
+    envs.reset()
+    infos = envs.step([0, 0, 0, 0])
+    assert infos[:3] == [{}, {}, {}] and list(infos[3]) == ["t"]
+    assert len({id(info) for info in infos}) == 4
+    infos[0]["mine"] = infos[3]["mine"] = 1
+    assert envs.step([0, 0, 0, 0])[:3] == [{}, {}, {}]
+    assert "mine" not in envs.envs[3].step(0)[4]
 
 
 class Raising(ScriptedEnv):

@@ -1,0 +1,201 @@
+"""Waking: the parent sleeping on its workers' answers is woken by them, and sleeping
+workers by one ring of the bell they share, never by naps (``shared/wake.py``)."""
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import select
+import time
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import psutil
+import pytest
+
+from tests.faulty_envs import SlowStepEnv
+from tests.helpers import fns_with
+from vec_envs import SubprocVecEnv
+from vec_envs.subproc.parent import waiting
+from vec_envs.subproc.parent.lanes import WorkerBell
+from vec_envs.subproc.parent.waiting import ParentSleep, Waiting, WakeFd
+from vec_envs.subproc.shared.control_block import ControlBlock, ParentColumn
+from vec_envs.subproc.shared.spin import Spin
+from vec_envs.subproc.shared.wake import readable
+from vec_envs.subproc.worker.lanes import WorkerLanes
+
+STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
+NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show
+PAUSE_S = 0.02  # between steps: long enough for every worker to go to sleep
+
+
+@pytest.fixture
+def no_fallback(monkeypatch):
+    """The parent's naps last a minute: only the workers' writes can end them in time;
+    returns the WAKE messages sent through the pipes (a ring lost would need them)."""
+    monkeypatch.setattr(waiting, "FALLBACK_S", NEVER_S)
+    sent: list[list[int]] = []
+    wake = SubprocVecEnv._wake_by_pipe
+
+    def counted(self, workers):
+        sent.append(list(workers))
+        wake(self, workers)
+
+    monkeypatch.setattr(SubprocVecEnv, "_wake_by_pipe", counted)
+    return sent
+
+
+def _sleep(venv: SubprocVecEnv) -> ParentSleep:
+    if type(venv.requests).__name__ != "LaneRequests" or venv.requests.waiting.sleep is None:
+        pytest.skip("no env lanes or no wake fd here")
+    return venv.requests.waiting.sleep
+
+
+@pytest.mark.timeout(30)  # a wake-up lost would sleep NEVER_S
+def test_recv_is_woken_by_the_answers(no_fallback, closing):
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, STEP_S)] * 4, in_series=2, batch_size=4))
+    sleep = _sleep(venv)
+    venv.async_reset()
+    venv.send(np.zeros(4, np.int64), venv.recv()[4])
+    rounds = 6
+    for _ in range(rounds):  # every env is sent just before: each recv sleeps on them
+        env_ids = venv.recv()[4]
+        venv.send(np.zeros(4, np.int64), env_ids)
+    assert sleep.naps == 0
+    assert sleep.wakes >= rounds
+
+
+@pytest.mark.timeout(30)
+def test_step_waiting_on_the_lanes_is_woken_by_the_answers(no_fallback, closing):
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, STEP_S)] * 2, in_series=2, step_in_parent=False))
+    sleep = _sleep(venv)
+    venv.reset()
+    steps = 6
+    for _ in range(steps):
+        venv.step(np.zeros(2, np.int64))
+    assert sleep.naps == 0
+    assert sleep.wakes >= steps
+
+
+@pytest.mark.timeout(30)  # a total out of reach would sleep NEVER_S
+def test_an_answer_counted_between_the_look_and_the_sleep_leaves_the_total_in_reach():
+    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=2), np.int64), n=2, workers=2)
+    fd = WakeFd()
+    try:
+        sleep = ParentSleep(block, fd)
+        first, second = WorkerLanes(block, 0, 0, 1, fd.write_fd), WorkerLanes(block, 1, 1, 2, fd.write_fd)
+        total = int(block.worker_rows[:, 1].sum()) + 2  # the parent's look: it waits for both workers
+        first.answer(0, False)  # answered before the sleep begins
+        sleep.sleep(lambda: second.answer(0, False) and False, sleep.poller([]), NEVER_S, total)
+        assert (sleep.wakes, sleep.naps) == (1, 0)  # the second answer made the total and wrote
+    finally:
+        fd.close()
+
+
+def test_a_wait_with_no_answer_naps_and_wakes_the_sleepers_through_their_pipes():
+    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
+    fd = WakeFd()
+    try:
+        sleep, woken = ParentSleep(block, fd), []
+        done = Waiting(block, Spin(False), sleep).until(lambda: False, 1, (), lambda: woken.append(1),
+                                                        time.monotonic() + 0.05)
+        assert done == [] and sleep.naps >= 1 and woken  # nobody answered: the fallback, and a WAKE
+    finally:
+        fd.close()
+
+
+def _venv(closing, **options) -> SubprocVecEnv:
+    venv = closing(SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 6, in_series=2, step_in_parent=False,
+                                 **options))
+    if venv._bell is None:
+        pytest.skip("no eventfd here: workers are woken by WAKE messages")
+    return venv
+
+
+def _all_asleep(venv: SubprocVecEnv) -> bool:
+    end = time.monotonic() + 5
+    while not all(venv._lanes.sleeping(w) for w in range(len(venv.workers))) and time.monotonic() < end:
+        time.sleep(PAUSE_S)
+    return all(venv._lanes.sleeping(w) for w in range(len(venv.workers)))
+
+
+@pytest.mark.timeout(30)
+def test_lock_step_rings_once_for_all_sleeping_workers(no_fallback, closing):
+    venv = _venv(closing)
+    venv.reset()
+    for _ in range(5):
+        assert _all_asleep(venv)
+        rings = int(venv._lanes.block.parent_row[ParentColumn.RINGS])
+        venv.step(np.zeros(6, np.int64))
+        assert int(venv._lanes.block.parent_row[ParentColumn.RINGS]) == rings + 1
+    assert no_fallback == []
+
+
+@pytest.mark.timeout(30)
+def test_recv_send_rings_the_bell_for_sleeping_workers(no_fallback, closing):
+    venv = _venv(closing, batch_size=6)
+    venv.async_reset()
+    env_ids = venv.recv()[4]
+    for _ in range(5):
+        assert _all_asleep(venv)
+        venv.send(np.zeros(6, np.int64), env_ids)
+        env_ids = venv.recv()[4]
+        assert sorted(env_ids.tolist()) == list(range(6))
+    assert no_fallback == []
+
+
+def test_a_ring_quiets_the_fd_of_the_next_ring_before_it_counts():
+    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
+    bell = WorkerBell(block.parent_row)
+    try:
+        for _ in range(2 * len(bell.fds)):
+            bell.ring()
+            rings = int(block.parent_row[ParentColumn.RINGS])
+            up = [readable(fd) for fd in bell.fds]
+            assert up[rings % len(bell.fds)]  # a worker that read rings - 1 wakes
+            assert not up[(rings + 1) % len(bell.fds)]  # one that read rings sleeps on
+    finally:
+        bell.close()
+
+
+@pytest.mark.timeout(30)
+def test_close_wakes_the_workers_that_missed_their_ring(no_fallback, closing, monkeypatch):
+    """A worker asleep on a bell rung while it was slow to get up sleeps on: ``close()``
+    with its envs in flight wakes it (a WAKE each) instead of waiting out the drain."""
+    venv = _venv(closing, batch_size=6)
+    venv.async_reset()
+    env_ids = venv.recv()[4]
+    assert _all_asleep(venv)
+    monkeypatch.setattr(WorkerBell, "ring", lambda self: None)  # every ring missed
+    venv.send(np.zeros(6, np.int64), env_ids)
+    start = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "were still busy ... and were killed"
+        venv.close()
+    assert time.monotonic() - start < 0.5  # not the drain's second
+    assert no_fallback  # the WAKEs went through the pipes
+
+
+def test_no_descriptor_outlives_close_or_a_restart():
+    SubprocVecEnv(fns_with("kill", after=3), in_series=2, batch_size=2).close()  # the forkserver starts once
+    fds = psutil.Process().num_fds()
+    venv = SubprocVecEnv(fns_with("kill", after=3), in_series=2, batch_size=2, on_error="restart", max_restarts=50)
+    venv.async_reset()
+    end = time.monotonic() + 10
+    while venv.restarts < 2 and time.monotonic() < end:
+        env_ids = venv.recv()[4]
+        venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+    assert venv.restarts >= 2
+    venv.close()
+    gc.collect()
+    assert psutil.Process().num_fds() <= fds
+
+
+def test_the_wake_fd_reads_back_every_write():
+    fd = WakeFd()
+    try:
+        os.write(fd.write_fd, (1).to_bytes(8, "little"))
+        assert select.select([fd.read_fd], [], [], 0)[0]
+    finally:
+        fd.close()

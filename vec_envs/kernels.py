@@ -1,0 +1,67 @@
+"""The optional C kernels: which are built, which run, and one switch that turns them all off.
+
+Three loops have a C version, built by the install where a C compiler is found
+(``setup.py``), and a NumPy / Python version that gives the same bits where it is not:
+
+- ``vec_envs.stepping._step_kernel``: a slice's step loop (every backend), and the
+  infos of envs that had nothing to say;
+- ``vec_envs.subproc.shared._lanes_kernel``: the subprocess transport's look at its
+  lanes (both sides) and a worker's answers;
+- ``wrappers._rms_kernel``: ``RunningMeanStd`` over uint8 images (VecNormalize).
+
+Setting the environment variable ``VEC_ENVS_KERNELS=0`` before the first import turns
+every kernel off (the fallbacks run, as on a machine without a compiler). ``report()``
+and ``python -m vec_envs`` say which kernels are built and which run.
+
+Example:
+    >>> sorted(KERNELS)
+    ['lanes', 'rms', 'step']
+    >>> status = report()
+    >>> set(status["step"]) == {"module", "built", "running"}
+    True
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from types import ModuleType
+
+__all__ = ["KERNELS", "SWITCH", "enabled", "load", "report"]
+
+#: the environment variable that turns every C kernel off ("0")
+SWITCH = "VEC_ENVS_KERNELS"
+#: short name -> the module the C kernel builds
+KERNELS = {
+    "step": "vec_envs.stepping._step_kernel",
+    "lanes": "vec_envs.subproc.shared._lanes_kernel",
+    "rms": "wrappers._rms_kernel",
+}
+
+
+def enabled() -> bool:
+    """False when ``VEC_ENVS_KERNELS`` is ``0`` (or ``off``, ``false``, ``no``): every fallback runs."""
+    return os.environ.get(SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def load(name: str) -> ModuleType | None:
+    """The kernel ``name`` (a key of ``KERNELS``), or None where it is not built or switched off."""
+    if not enabled():
+        return None
+    try:
+        return importlib.import_module(KERNELS[name])
+    except ImportError:
+        return None
+
+
+def _built(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is not installed (the wrappers, in a trimmed install)
+        return False
+
+
+def report() -> dict[str, dict[str, object]]:
+    """``{name: {"module", "built", "running"}}`` for every kernel."""
+    return {name: {"module": module, "built": _built(module), "running": _built(module) and enabled()}
+            for name, module in KERNELS.items()}

@@ -1,0 +1,1 @@
+"""The subprocess transport's parent side: what the VecEnv's process runs."""

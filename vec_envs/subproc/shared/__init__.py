@@ -1,0 +1,1 @@
+"""The subprocess transport's shared layout: what the parent and its workers both read and write."""

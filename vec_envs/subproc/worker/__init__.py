@@ -1,0 +1,1 @@
+"""The subprocess transport's worker side: what a worker process runs."""
