@@ -95,3 +95,19 @@ def check_lockstep_misuse(venv, n):
         venv.step(np.zeros(n - 1, np.int64))
     with pytest.raises(ValueError, match=rf"expected actions of shape \({n},\).*received shape \({n}, 2\)"):
         venv.step(np.zeros((n, 2), np.int64))
+
+
+SERVICES = ("forkserver", "resource_tracker", "ray")  # processes that outlive a VecEnv on purpose
+
+
+def children() -> list[psutil.Process]:
+    """This process's descendants, less the zombies and the services in ``SERVICES``."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            described = f"{process.name()} {' '.join(process.cmdline())}"  # (Ray renames its processes)
+            if process.status() != psutil.STATUS_ZOMBIE and not any(service in described for service in SERVICES):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass  # ended while we looked
+    return found

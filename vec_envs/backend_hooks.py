@@ -55,6 +55,11 @@ class BackendHooks(ABC):
     def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
+    def close_interrupted(self) -> None:
+        """End at once a ``close_extras`` that a Ctrl-C stopped part-way (the next close()
+        calls this): by default it is run again."""
+        self.close_extras()
+
     # ----------------------------------------------------------- env access
     @abstractmethod
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:

@@ -6,6 +6,8 @@ method of ``VecEnvBase`` and its subclasses is guarded: a call from another thre
 one is running raises ``ConcurrentCallError`` naming both threads and both methods,
 instead of blocking or corrupting anything. Calls within the running call (``step`` ->
 ``step_async``, a wrapper's base class) pass freely: the guard knows its holder's thread.
+An exception that is no ``Exception`` (a Ctrl-C) leaving the outer call of one that
+talks to the envs is reported to the VecEnv (``_interrupted``) on its way out.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from vec_envs.errors import ConcurrentCallError
+from vec_envs.failure_state import TALKS_TO_ENVS
 
 __all__ = ["GUARDED_METHODS", "CallGuard", "guard_methods"]
 
@@ -91,6 +94,10 @@ def _guarded(method: F) -> F:
         guard.method = name
         try:
             return method(self, *args, **kwargs)
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and name in TALKS_TO_ENVS:
+                self._interrupted(exc, name)  # a Ctrl-C part-way: refuse until a reset
+            raise
         finally:
             slot.pop("holder", None)
 

@@ -1,4 +1,5 @@
-"""After an env failed mid-batch, a VecEnv refuses to go on until it is reset.
+"""After an env failed mid-batch, or a Ctrl-C stopped a call part-way, a VecEnv refuses to
+go on until it is reset.
 
 When an env raises in ``step`` / ``step_wait`` / ``recv`` / ``reset`` (and the backend
 raises it: ``on_error="raise"``, or ``"restart"`` past ``max_restarts``), the batch is
@@ -6,6 +7,11 @@ left part-way: some envs stepped, some did not, and which depends on the backend
 base class records the failure here; from then on every call but the ones that start
 the envs afresh (and ``close``) raises ``BrokenVecEnvError`` naming the env that failed,
 its method and what to do. A successful reset clears the record.
+
+A KeyboardInterrupt (or any other exception that is no ``Exception``) that stops a call
+talking to the envs leaves them part-stepped and the backend's messages possibly in
+flight: the VecEnv is then *interrupted*, and refuses even the env access until a reset
+(which drains what was in flight first) or ``close()``.
 """
 from __future__ import annotations
 
@@ -14,16 +20,25 @@ from typing import NoReturn
 
 from vec_envs.errors import BrokenVecEnvError, EnvCallFailed, EnvWorkerError
 
-__all__ = ["ALLOWED_WHEN_BROKEN", "FailureState", "env_exception"]
+__all__ = ["ALLOWED_WHEN_BROKEN", "ALLOWED_WHEN_INTERRUPTED", "TALKS_TO_ENVS", "FailureState", "env_exception"]
 
 #: what a VecEnv still accepts after a failure: the calls that reset it, what only prepares
 #: the next reset, and the env access a user needs to look at or repair envs before that
 #: reset (close() checks nothing); nothing that steps
 ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options",
                                  "get_attr", "set_attr", "env_method", "env_is_wrapped", "get_images", "render"})
+#: what an interrupted VecEnv still accepts: the calls that reset it, and what prepares that reset
+ALLOWED_WHEN_INTERRUPTED = frozenset({"reset", "reset_async", "async_reset", "seed", "set_options"})
+#: the calls that talk to the envs: an interrupt part-way through one leaves the VecEnv interrupted
+TALKS_TO_ENVS = frozenset({"reset", "step", "step_async", "step_wait", "reset_async", "reset_wait", "async_reset",
+                           "recv", "send", "reset_single_env", "get_attr", "set_attr", "env_method",
+                           "env_is_wrapped", "get_images", "render", "get_states", "set_states", "sync_states",
+                           "step_batch"})
 BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the batch "
           "part-way (which other envs ran depends on the backend); call reset() to start every env afresh, "
           "or close()")
+INTERRUPTED = ("{cls}.{method}() refused: a {error} stopped {failed}() part-way, which may have left envs "
+               "part-stepped and answers in flight; call reset() to start every env afresh, or close()")
 
 
 def env_exception(failure: EnvCallFailed, backend: str) -> BaseException:
@@ -65,6 +80,7 @@ class FailureState:
         self.env_index: int | None = None
         self.method = ""
         self.error: BaseException | None = None
+        self.interrupted = False  # the error is an interrupt (KeyboardInterrupt, ...), not an env's
 
     @property
     def broken(self) -> bool:
@@ -82,16 +98,25 @@ class FailureState:
             self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
         raise exc
 
+    def interrupt(self, exc: BaseException, method: str) -> None:
+        """``method`` was stopped part-way by ``exc`` (no ``Exception``: a Ctrl-C)."""
+        self.env_index, self.method, self.error, self.interrupted = None, method, exc, True
+
     def clear(self) -> None:
         """The envs were reset: calls are accepted again."""
         self.error = None
+        self.interrupted = False
 
     def check(self, method: str) -> None:
         """Raise BrokenVecEnvError if broken and ``method`` is not one that resets."""
-        if self.error is None or method in ALLOWED_WHEN_BROKEN:
+        if self.error is None or method in (ALLOWED_WHEN_INTERRUPTED if self.interrupted else ALLOWED_WHEN_BROKEN):
             return
         env = "?" if self.env_index is None else self.env_index
-        message = BROKEN.format(cls=self.cls_name, method=method, env=env, failed=self.method,
-                                error=_summary(self.error))
+        if self.interrupted:
+            message = INTERRUPTED.format(cls=self.cls_name, method=method, error=type(self.error).__name__,
+                                         failed=self.method)
+        else:
+            message = BROKEN.format(cls=self.cls_name, method=method, env=env, failed=self.method,
+                                    error=_summary(self.error))
         raise BrokenVecEnvError(message, env_index=self.env_index, method=method,
                                 failed_method=self.method) from self.error

@@ -88,6 +88,7 @@ class VecEnvBase(BackendHooks):
         self.action_space = action_space
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self.closed = False
+        self._closing = False  # close() began and has not finished (a Ctrl-C stopped it)
         self._pending: str | None = None
         self._seeds: list[int | None] | None = None
         self._options: list[dict[str, Any]] | None = None  # from set_options(), for the next reset
@@ -343,15 +344,31 @@ class VecEnvBase(BackendHooks):
         return None
 
     def close(self) -> None:
-        """Close the envs and release everything; later calls raise ClosedEnvironmentError."""
+        """Close the envs and release everything; later calls raise ClosedEnvironmentError.
+
+        Idempotent; a close that a Ctrl-C stopped part-way is ended at once by the next
+        ``close()`` (``close_interrupted``: nothing is waited for then)."""
         if self.closed:
+            if self._closing:
+                self._closing = False
+                self.close_interrupted()
             return
-        self.closed = True
+        self.closed = self._closing = True
         try:
             if self._viewer is not None:
                 self._viewer.close()
         finally:
             self.close_extras()
+        self._closing = False
+
+    def _interrupted(self, exc: BaseException, method: str) -> None:
+        """A Ctrl-C (``exc``) stopped ``method`` part-way: nothing is pending any more, and
+        every call but a reset (or close) is refused until one (``failure_state``)."""
+        if self.closed:
+            return
+        self._pending = None
+        self._async.clear()
+        self._failure.interrupt(exc, method)
 
     def __enter__(self) -> VecEnvBase:
         return self

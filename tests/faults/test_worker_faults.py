@@ -14,7 +14,6 @@ import threading
 import time
 
 import numpy as np
-import psutil
 import pytest
 
 from tests.backends import BACKENDS
@@ -25,28 +24,13 @@ from tests.faulty_envs import (
     TextEnv,
     UnpicklableInfoEnv,
 )
+from tests.helpers import children
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError, ConcurrentCallError, EnvTimeoutError, EnvWorkerError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER_BACKENDS = [p for p in BACKENDS if not p.id.startswith("dummy")]
 SUBPROC_BACKENDS = [p for p in BACKENDS if p.id.startswith("subproc")]
-
-
-SERVICES = ("forkserver", "resource_tracker", "ray")  # processes that outlive a VecEnv on purpose
-
-
-def children() -> list[psutil.Process]:
-    """This process's descendants, less the zombies and the services in ``SERVICES``."""
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            described = f"{process.name()} {' '.join(process.cmdline())}"  # (Ray renames its processes)
-            if process.status() != psutil.STATUS_ZOMBIE and not any(service in described for service in SERVICES):
-                found.append(process)
-        except psutil.NoSuchProcess:
-            pass  # ended while we looked
-    return found
 
 
 # ------------------------------------------------------- text observations

@@ -301,6 +301,11 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         if failure is not None:
             raise failure
 
+    def close_interrupted(self) -> None:
+        """A close that a Ctrl-C stopped part-way: kill every worker and release the buffers now."""
+        self._drop_views()
+        self._finalizer()
+
     # ------------------------------------------------------------------ fork safety
     def _forget_workers_after_fork(self) -> None:
         """In a forked child: leave the workers to the parent (called by ``fork_safety``)."""
