@@ -85,6 +85,15 @@ def _start(venv, recv_send: bool) -> None:
     venv.async_reset()
 
 
+def _absorb_late_interrupts(seconds: float) -> None:
+    """Let a SIGINT still on its way land here (a runtime that handles signals itself, as
+    Ray's does once started in this process, may pass one on late)."""
+    try:
+        time.sleep(seconds)
+    except KeyboardInterrupt:
+        pass
+
+
 def _one_round(venv, rng: np.random.Generator, recv_send: bool, window_s: float) -> tuple[bool, bool]:
     """Drive ``venv`` while a SIGINT comes at a random moment; then check it works or says
     what to do, and start it afresh. Whether the SIGINT was caught, and whether the VecEnv
@@ -102,6 +111,7 @@ def _one_round(venv, rng: np.random.Generator, recv_send: bool, window_s: float)
     except KeyboardInterrupt:
         interrupted = True
         timer.join()
+    _absorb_late_interrupts(0.001)
     try:  # working, or refusing with the one error
         _drive(venv, rng, recv_send)
     except BrokenVecEnvError as exc:
@@ -128,6 +138,7 @@ def test_a_ctrl_c_at_any_moment_leaves_the_vecenv_working_or_refusing_until_rese
             seen["interrupted"] += interrupted
             seen["refused"] += refused
     finally:
+        _absorb_late_interrupts(0.2)
         closing = time.monotonic()
         venv.close()
         assert time.monotonic() - closing < 1.5

@@ -123,20 +123,29 @@ class RayWorker(Worker):
         self._ref = self.actor.handle.remote(int(command), payload)
 
     def recv(self) -> Outcome:
-        ref, self._ref = self._ref, None
-        if ref is None:
-            raise RuntimeError(f"RayWorker {self.index}: recv() without a command sent")
+        """The reply to the last command (the reference is kept until it is read: a Ctrl-C
+        while it is fetched leaves it to be read again)."""
+        ref = self._ref
+        if ref is None:  # read already, and lost to an interrupt before it was kept
+            return Outcome(False, WorkerFailure(None, "recv", "the reply was read, then lost to an interrupt", ""))
         try:
-            return writable(ray.get(ref))
+            outcome = writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
             summary = str(exc).strip().splitlines()[-1]
-            return Outcome(False, WorkerFailure(None, Command(self._command).name.lower(), summary, exc.traceback_str))
+            outcome = Outcome(False, WorkerFailure(None, Command(self._command).name.lower(), summary,
+                                                   exc.traceback_str))
         except RayError as exc:  # the actor process, its node or the object is gone
+            self._ref = None
             raise WorkerDied(describe_death(exc)) from exc
+        self._ref = None
+        return outcome
 
     @classmethod
     def wait(cls, workers: Sequence[RayWorker], timeout: float | None) -> list[RayWorker]:
-        by_ref = {w._ref: w for w in workers}
+        read = [w for w in workers if w._ref is None]  # (its reply was read: recv says so at once)
+        by_ref = {w._ref: w for w in workers if w._ref is not None}
+        if read or not by_ref:
+            return read
         ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
         return [by_ref[ref] for ref in ready]
 
