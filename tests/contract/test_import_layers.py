@@ -1,7 +1,8 @@
 """The package layers: ``wrappers`` sits above ``vec_envs`` and ``vec_envs`` never imports it;
 ``vec_envs.cli`` (the console commands) sits above both and nothing imports it;
-``vec_envs.planning`` works on any backend and imports none. Every import counts, those
-inside functions too."""
+``vec_envs.planning`` works on any backend and imports none; ``vec_envs.interop`` adapts any
+backend and imports no other (it asks a VecEnv what it does, e.g. ``reports_whole_episodes``).
+Every import counts, those inside functions too."""
 from __future__ import annotations
 
 import ast
@@ -43,7 +44,8 @@ def within(name: str, package: str) -> bool:
     ("vec_envs", ("wrappers", "vec_envs.cli"), ("vec_envs.cli",)),
     ("wrappers", ("vec_envs.cli",), ()),
     ("vec_envs.planning", BACKENDS + ("wrappers",), ()),
-], ids=["vec_envs-not-wrappers", "wrappers-not-cli", "planning-no-backend"])
+    ("vec_envs.interop", tuple(b for b in BACKENDS if b != "vec_envs.interop") + ("wrappers",), ()),
+], ids=["vec_envs-not-wrappers", "wrappers-not-cli", "planning-no-backend", "interop-no-other-backend"])
 def test_a_package_imports_nothing_above_it(package, forbidden, above):
     offending = {path: sorted(n for n in names if any(within(n, f) for f in forbidden))
                  for path, names in imports_of(package, above).items()}

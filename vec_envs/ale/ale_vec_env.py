@@ -128,6 +128,8 @@ class ALEVecEnv(VecEnvBase):
 
     #: ``make_atari_env(..., vec_env_cls=ALEVecEnv)`` hands it the options, not env factories
     preprocesses_atari = True
+    #: ``infos[i]["episode"]`` comes once per game, with its real score: what SB3's Monitor reports
+    reports_whole_episodes = True
 
     def __init__(self, game: str, num_envs: int, *, seed: int | None = None, batch_size: int | None = None,
                  num_threads: int | None = None, frame_stack: int = 1, timeout: float | None = None,
