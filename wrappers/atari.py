@@ -14,11 +14,8 @@ imported where used, so a spawned worker that unpickles an env factory still wor
 """
 from __future__ import annotations
 
-import difflib
 import functools
-import importlib
 import inspect
-import multiprocessing
 import os
 from collections.abc import Callable
 from typing import Any, SupportsFloat
@@ -27,8 +24,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.ale.games import resolve_game
 from vec_envs.arguments import check_int
-from vec_envs.extras import install_hint
 from vec_envs.monitoring.episode_monitor import EpisodeMonitor  # re-exported: wrappers.atari.EpisodeMonitor
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -40,17 +37,10 @@ __all__ = [
     "WarpFrame",
     "ClipRewardEnv",
     "EpisodeMonitor",
-    "resolve_atari_id",
     "make_atari",
     "wrap_deepmind",
     "make_atari_env",
 ]
-
-ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
-NO_ALE = f"Atari envs need ale-py (the ROMs ship inside it): {install_hint('atari')}"
-UNKNOWN_ID = ("unknown Atari env id {env_id!r}{hint}; expected a game name such as {examples}, "
-              "or a full id such as 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'")
-NOT_ATARI = "env id {env_id!r} is registered, but not as an Atari (ale_py) env"
 
 StepReturn = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 ResetReturn = tuple[Any, dict[str, Any]]
@@ -258,50 +248,6 @@ class ClipRewardEnv(gym.RewardWrapper):
 
 
 # ------------------------------------------------------------------ building
-def _import_ale() -> None:
-    try:
-        ale_py = importlib.import_module("ale_py")  # registers the ALE ids with gymnasium
-    except ImportError as exc:
-        raise ImportError(NO_ALE) from exc
-    if multiprocessing.parent_process() is not None:
-        # ALE prints its banner once per process: a worker leaves it to the parent
-        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
-
-
-def _atari_games() -> dict[str, str]:
-    """lower-case game name -> its ``ALE/<Game>-v5`` id."""
-    return {env_id[4:-3].lower(): env_id for env_id in gym.registry
-            if env_id.startswith("ALE/") and env_id.endswith("-v5")}
-
-
-def resolve_atari_id(env_id: str) -> str:
-    """The registered ALE id for ``env_id``: a game name (``"Breakout"``, any case) becomes
-    ``"ALE/Breakout-v5"``; registered ids (``"BreakoutNoFrameskip-v4"``) are kept.
-
-    Raises:
-        ValueError: ``env_id`` names no Atari game (the message lists a few that exist).
-
-    Example:
-        >>> resolve_atari_id("pong")
-        'ALE/Pong-v5'
-    """
-    if not isinstance(env_id, str):
-        raise TypeError(f"env_id must be a str such as 'Breakout', received {type(env_id).__name__}")
-    _import_ale()
-    if env_id in gym.registry:
-        if gym.registry[env_id].entry_point != ALE_ENTRY_POINT:
-            raise ValueError(NOT_ATARI.format(env_id=env_id))
-        return env_id
-    games = _atari_games()
-    if env_id.lower() in games:
-        return games[env_id.lower()]
-    close = difflib.get_close_matches(env_id.lower(), list(games), n=3, cutoff=0.6)
-    hint = f" (did you mean {', '.join(repr(games[g][4:-3]) for g in close)}?)" if close else ""
-    examples = ", ".join(repr(games[g][4:-3]) for g in ("breakout", "pong", "spaceinvaders", "seaquest")
-                         if g in games)
-    raise ValueError(UNKNOWN_ID.format(env_id=env_id, hint=hint, examples=examples))
-
-
 def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode: str | None = None,
                full_action_space: bool = False, **ale_kwargs: Any) -> gym.Env:
     """An ALE env with ``frameskip=1`` (frame skipping is ``MaxAndSkipEnv``'s job).
@@ -326,7 +272,7 @@ def make_atari(env_id: str, repeat_action_probability: float = 0.0, render_mode:
     if not 0.0 <= float(repeat_action_probability) <= 1.0:
         raise ValueError(f"make_atari: repeat_action_probability must be in [0, 1], "
                          f"received {repeat_action_probability!r}")
-    return gym.make(resolve_atari_id(env_id), frameskip=1,
+    return gym.make(resolve_game(env_id).env_id, frameskip=1,
                     repeat_action_probability=float(repeat_action_probability),
                     full_action_space=full_action_space, render_mode=render_mode, **ale_kwargs)
 
@@ -434,12 +380,12 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
         (2, 84, 84, 4)
     """
     check_int("make_atari_env: n_envs", n_envs)
-    resolved_id = resolve_atari_id(env_id)
+    game = resolve_game(env_id)
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
     _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
     if getattr(vec_env_cls, "preprocesses_atari", False):  # ALEVecEnv: the engine builds the envs
-        return _make_engine_venv(vec_env_cls, resolved_id, int(n_envs), seed, vec_env_kwargs, wrapper_kwargs,
+        return _make_engine_venv(vec_env_cls, game.rom, int(n_envs), seed, vec_env_kwargs, wrapper_kwargs,
                                  env_kwargs, monitor_dir)
     if monitor_dir is not None:
         os.makedirs(monitor_dir, exist_ok=True)
@@ -449,7 +395,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
         vec_env_cls = SubprocVecEnv
     monitor_files = [None if monitor_dir is None else os.path.join(monitor_dir, f"{i}.monitor.csv")
                      for i in range(int(n_envs))]
-    env_fns = [functools.partial(_build_atari_env, resolved_id, env_kwargs, wrapper_kwargs, monitor_file)
+    env_fns = [functools.partial(_build_atari_env, game.env_id, env_kwargs, wrapper_kwargs, monitor_file)
                for monitor_file in monitor_files]
     venv = vec_env_cls(env_fns, **(vec_env_kwargs or {}))
     if seed is not None:

@@ -1,7 +1,15 @@
-"""Atari on ale-py's C++ vector engine: ``ALEVecEnv``."""
+"""Atari: ale-py's games and ``ALEVecEnv`` (its C++ vector engine).
+
+- ``games.py``: ``import_ale`` (the one import of ale-py) and ``resolve_game`` (the one way
+  a game is named, for ale-py and gymnasium alike);
+- ``ale_vec_env.py``: ``ALEVecEnv``, with its options (``ale_options.py``) and its per-env
+  scores and infos (``episode_tracker.py``).
+"""
 from __future__ import annotations
 
 from vec_envs.ale.ale_options import AtariOptions
 from vec_envs.ale.ale_vec_env import ALEVecEnv, EngineLimitError
+from vec_envs.ale.games import AtariGame, atari_games, import_ale, resolve_game
 
-__all__ = ["ALEVecEnv", "AtariOptions", "EngineLimitError"]
+__all__ = ["ALEVecEnv", "AtariGame", "AtariOptions", "EngineLimitError", "atari_games", "import_ale",
+           "resolve_game"]
