@@ -52,6 +52,15 @@ def lives(env):
     return env.unwrapped.ale.lives()
 
 
+# ------------------------------------------------------------------ where they are imported
+def test_wrappers_atari_offers_the_atari_rooms_own_objects():
+    import vec_envs.ale
+    import wrappers.atari
+
+    assert {name: getattr(wrappers.atari, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")} == {
+        name: getattr(vec_envs.ale, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")}
+
+
 # ------------------------------------------------------------------ make_atari
 @pytest.mark.parametrize("env_id", ["Breakout", "BreakoutNoFrameskip-v4", "ALE/Breakout-v5"])
 def test_make_atari_is_frameskip_1_without_sticky_actions_by_default(env_id):
