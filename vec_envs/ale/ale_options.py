@@ -14,7 +14,7 @@ RAW_FRAME = (210, 160)  # the Atari screen, height x width
 
 @dataclass(frozen=True)
 class AtariOptions:
-    """The DeepMind preprocessing, with the argument names of ``wrappers.atari``.
+    """The DeepMind preprocessing, with the argument names of ``make_atari`` and ``wrap_deepmind``.
 
     Attributes:
         noop_max: up to this many no-ops at reset (0: none).
