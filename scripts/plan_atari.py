@@ -23,8 +23,8 @@ import numpy as np
 from gymnasium.spaces import Discrete
 
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
+from vec_envs.ale.games import import_ale
 from vec_envs.cli.args import parse_args
-from vec_envs.extras import install_hint
 
 
 @dataclass
@@ -44,9 +44,7 @@ class Args:
 
 def make_env(env_id: str, sticky: float) -> Callable[[], gym.Env]:
     def thunk() -> gym.Env:
-        import ale_py
-
-        gym.register_envs(ale_py)
+        import_ale()  # registers the ALE ids, also in a spawned worker
         return gym.make(env_id, repeat_action_probability=sticky)
     return thunk
 
@@ -120,10 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison; returns the exit status (1: ale-py is not installed)."""
     args = parse_args(Args, argv, __doc__.split("\n\n")[0])
     try:
-        import ale_py  # noqa: F401
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])} needs ale-py (the Atari emulator): {install_hint('atari')}",
-              file=sys.stderr)
+        import_ale()
+    except ImportError as exc:
+        print(f"{os.path.basename(sys.argv[0])}: {exc}", file=sys.stderr)
         return 1
     compare(args)
     return 0

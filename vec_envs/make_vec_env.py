@@ -9,16 +9,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from vec_envs.ale.games import import_ale
 from vec_envs.arguments import check_env_fns, check_int
-from vec_envs.extras import missing_extra
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
 __all__ = ["BACKENDS", "make_env", "make_vec_env"]
-
-#: Env-id namespaces whose package registers them on import (needed in spawned workers,
-#: which do not inherit the parent's gymnasium registry).
-_REGISTERING_PACKAGES = {"ALE/": "ale_py"}
 
 #: ``vec_env_cls`` by name: module and class of each backend.
 BACKENDS = {"dummy": ("vec_envs.dummy_vec_env", "DummyVecEnv"),
@@ -27,13 +23,10 @@ BACKENDS = {"dummy": ("vec_envs.dummy_vec_env", "DummyVecEnv"),
 
 
 def make_env(env_id: str, **env_kwargs: Any) -> gym.Env:
-    """``gym.make(env_id, **env_kwargs)``, first importing the package that registers it."""
-    for prefix, package in _REGISTERING_PACKAGES.items():
-        if env_id.startswith(prefix):
-            try:
-                importlib.import_module(package)
-            except ImportError as exc:
-                raise missing_extra("atari", f"{env_id} needs {package}") from exc
+    """``gym.make(env_id, **env_kwargs)``; an ``ALE/`` id first imports ale-py, which registers
+    it (a spawned worker does not inherit the parent's gymnasium registry)."""
+    if env_id.startswith("ALE/"):
+        import_ale()
     return gym.make(env_id, **env_kwargs)
 
 

@@ -55,6 +55,12 @@ class VecEnvBase(BackendHooks):
     ``env_ids``, and ``send(actions, env_ids)`` steps those envs again. The base checks
     every call (which envs are in flight, which await their send) before a hook runs.
 
+    A backend declares what it does beyond the contract in class attributes, so that
+    adapters ask the VecEnv rather than test for a class: ``reports_whole_episodes``
+    (False here) is True where the backend itself fills ``infos[i]["episode"] = {"r",
+    "l", "t"}`` once per whole episode, as SB3's ``Monitor`` does, with no per-env
+    wrapper to find (``ALEVecEnv``: once per game, not once per life).
+
     Example:
         >>> import gymnasium as gym
         >>> from vec_envs import DummyVecEnv
@@ -72,6 +78,8 @@ class VecEnvBase(BackendHooks):
     #: ``step`` runs ``step_async``'s and ``step_wait``'s bodies itself, unless a subclass
     #: overrides either (a wrapper): then it calls them, so the override runs
     _step_in_one: ClassVar[bool] = True
+    #: the backend reports whole episodes in ``infos[i]["episode"]`` itself, as SB3's Monitor does
+    reports_whole_episodes: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.extras import install_hint
+from vec_envs.ale.games import import_ale
 
 __all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv",
            "cartpole", "cartpole_with_infos", "make_env",
@@ -178,11 +178,7 @@ class SyntheticFrameEnv(gym.Env):
 
 def make_ale(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
-    try:
-        import ale_py
-    except ImportError as exc:
-        raise ImportError(f"{env_id} needs ale-py: {install_hint('atari')}") from exc
-    gym.register_envs(ale_py)
+    import_ale()
     return gym.make(env_id, **kwargs)
 
 

@@ -27,7 +27,6 @@ from wrappers.atari import (  # noqa: E402
     WarpFrame,
     make_atari,
     make_atari_env,
-    resolve_atari_id,
     wrap_deepmind,
 )
 
@@ -53,25 +52,16 @@ def lives(env):
     return env.unwrapped.ale.lives()
 
 
-# ------------------------------------------------------------------ ids and make_atari
-@pytest.mark.parametrize("env_id, expected", [
-    ("Breakout", "ALE/Breakout-v5"),
-    ("spaceinvaders", "ALE/SpaceInvaders-v5"),
-    ("BreakoutNoFrameskip-v4", "BreakoutNoFrameskip-v4"),
-    ("ALE/Pong-v5", "ALE/Pong-v5"),
-])
-def test_resolve_atari_id_accepts_every_id_form(env_id, expected):
-    assert resolve_atari_id(env_id) == expected
+# ------------------------------------------------------------------ where they are imported
+def test_wrappers_atari_offers_the_atari_rooms_own_objects():
+    import vec_envs.ale
+    import wrappers.atari
+
+    assert {name: getattr(wrappers.atari, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")} == {
+        name: getattr(vec_envs.ale, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")}
 
 
-def test_unknown_id_is_a_clear_error_listing_valid_ids():
-    with pytest.raises(ValueError, match=r"unknown Atari env id 'Brekout' \(did you mean 'Breakout'\?\); "
-                                         r"expected a game name such as 'Breakout', 'Pong'"):
-        resolve_atari_id("Brekout")
-    with pytest.raises(ValueError, match="'CartPole-v1' is registered, but not as an Atari"):
-        resolve_atari_id("CartPole-v1")
-
-
+# ------------------------------------------------------------------ make_atari
 @pytest.mark.parametrize("env_id", ["Breakout", "BreakoutNoFrameskip-v4", "ALE/Breakout-v5"])
 def test_make_atari_is_frameskip_1_without_sticky_actions_by_default(env_id):
     env = make_atari(env_id)
@@ -315,7 +305,7 @@ def test_make_atari_env_writes_sb3_monitor_csvs(tmp_path):
 def test_make_atari_env_checks_its_arguments():
     with pytest.raises(ValueError, match=r"n_envs must be an int >= 1, received 0"):
         make_atari_env("Breakout", 0, vec_env_cls=DummyVecEnv)
-    with pytest.raises(ValueError, match="unknown Atari env id 'Nope'"):
+    with pytest.raises(ValueError, match="unknown Atari game 'Nope'"):
         make_atari_env("Nope", 1, vec_env_cls=DummyVecEnv)
     with pytest.raises(TypeError, match=r"wrapper_kwargs \['frame_stack'\] do not fit wrap_deepmind"):
         make_atari_env("Breakout", 1, vec_env_cls=DummyVecEnv, wrapper_kwargs={"frame_stack": 4})

@@ -1,10 +1,25 @@
-"""The package layers: ``wrappers`` sits above ``vec_envs`` and ``vec_envs`` never imports it;
-``vec_envs.cli`` (the console commands) sits above both and nothing imports it;
-``vec_envs.planning`` works on any backend and imports none. Every import counts, those
-inside functions too."""
+"""The package layers and rooms, read off the import graph of every module of ``vec_envs`` and
+``wrappers``. Every import counts: those inside functions and under ``if TYPE_CHECKING:`` too.
+
+- ``wrappers`` sits above ``vec_envs`` and ``vec_envs`` never imports it; ``vec_envs.cli``
+  (the console commands) sits above both and nothing imports it;
+- ``vec_envs.planning`` works on any backend and imports none (of the Atari room it uses the
+  emulator snapshots alone, which serve any env holding an ALE emulator);
+- ``vec_envs.interop`` adapts any backend and imports no other (it asks a VecEnv what it
+  does, e.g. ``reports_whole_episodes``);
+- no two modules import each other, directly or through others;
+- the subprocess transport's rooms say who runs them: ``worker/`` (the worker process)
+  imports nothing of the parent side; ``parent/`` imports of the worker side only
+  ``worker/main.py``, the function it starts the worker process with; ``shared/`` (the
+  layout both sides read) imports neither side; no module outside ``vec_envs/subproc/``
+  reaches into its rooms, and the transport-free layers (``stepping/``, ``workers/``)
+  import no transport.
+"""
 from __future__ import annotations
 
 import ast
+import functools
+import graphlib
 import subprocess
 import sys
 from pathlib import Path
@@ -12,42 +27,112 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("vec_envs", "wrappers")
 #: the packages that hold a backend, and the modules that are one
 BACKENDS = ("vec_envs.dummy_vec_env", "vec_envs.subproc", "vec_envs.workers", "vec_envs.ray", "vec_envs.ale",
             "vec_envs.interop", "vec_envs.make_vec_env")
+#: what planning may take from a backend's package: ALE's emulator snapshots, no backend's code
+PLANNING_MAY_USE = ("vec_envs.ale.ale_snapshot",)
+SUBPROC = "vec_envs.subproc"
+PARENT, WORKER, SHARED = f"{SUBPROC}.parent", f"{SUBPROC}.worker", f"{SUBPROC}.shared"
+#: the parent's VecEnv, at the top of the subprocess transport
+SUBPROC_VEC_ENV = f"{SUBPROC}.subproc_vec_env"
 
 
-def imports_of(package: str, above: tuple[str, ...] = ()) -> dict[str, set[str]]:
-    """``{module file: the modules it imports}`` for every module under ``package`` but those
-    of the subpackages ``above`` it."""
-    found: dict[str, set[str]] = {}
-    skipped = [REPO / name.replace(".", "/") for name in above]
-    for path in sorted((REPO / package.replace(".", "/")).rglob("*.py")):
-        if any(path.is_relative_to(top) for top in skipped):
-            continue
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-        found[str(path.relative_to(REPO))] = names
-    return found
+def module_name(path: Path) -> str:
+    """``vec_envs/ale/__init__.py`` -> ``vec_envs.ale``; ``vec_envs/ale/games.py`` -> ``vec_envs.ale.games``."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.cache
+def module_paths() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))}
+
+
+def imported_names(path: Path, name: str) -> set[str]:
+    """Every name ``path`` (module ``name``) imports, absolute: ``from a import b`` gives ``a.b``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from this package, or level - 1 packages up
+                anchor = package.rsplit(".", node.level - 1)[0]
+                base = f"{anchor}.{base}" if base else anchor
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def as_module(name: str, modules: dict[str, Path]) -> str | None:
+    """The module of ours that importing ``name`` loads (``a.b`` itself, or ``a`` for an
+    attribute ``b`` of ``a``), or None for a module not of ours."""
+    if name in modules:
+        return name
+    owner = name.rpartition(".")[0]
+    return owner if owner in modules else None
+
+
+@functools.cache
+def import_graph() -> dict[str, frozenset[str]]:
+    """``{module: the modules of ours it imports}``, for every module of ``PACKAGES``."""
+    modules = module_paths()
+    graph = {}
+    for name, path in modules.items():
+        imported = {as_module(n, modules) for n in imported_names(path, name)}
+        graph[name] = frozenset(m for m in imported if m is not None and m != name)
+    return graph
 
 
 def within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-@pytest.mark.parametrize("package, forbidden, above", [
-    ("vec_envs", ("wrappers", "vec_envs.cli"), ("vec_envs.cli",)),
-    ("wrappers", ("vec_envs.cli",), ()),
-    ("vec_envs.planning", BACKENDS + ("wrappers",), ()),
-], ids=["vec_envs-not-wrappers", "wrappers-not-cli", "planning-no-backend"])
-def test_a_package_imports_nothing_above_it(package, forbidden, above):
-    offending = {path: sorted(n for n in names if any(within(n, f) for f in forbidden))
-                 for path, names in imports_of(package, above).items()}
-    assert {path: names for path, names in offending.items() if names} == {}
+def offending_imports(room: str, forbidden: tuple[str, ...], outside: tuple[str, ...] = (),
+                      allowed: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """``{module: what it imports of forbidden}`` for the modules of ``room`` that are not in
+    ``outside``, ``allowed`` excepted."""
+    offending = {}
+    for module, imported in import_graph().items():
+        if not within(module, room) or any(within(module, o) for o in outside):
+            continue
+        bad = sorted(m for m in imported if any(within(m, f) for f in forbidden)
+                     and not any(within(m, a) for a in allowed))
+        if bad:
+            offending[module] = bad
+    return offending
+
+
+# ---------------------------------------------------------------- the graph itself
+@pytest.mark.parametrize("module, imported", [
+    ("vec_envs.ale.make_atari_env", SUBPROC_VEC_ENV),  # inside a function
+    ("vec_envs.ray.ray_vec_env", "vec_envs.ray.ray_worker"),  # under if TYPE_CHECKING:
+    ("vec_envs.stepping.env_slice", "vec_envs.kernels"),  # from vec_envs import kernels
+], ids=["in-a-function", "type-checking", "from-package-import-module"])
+def test_the_graph_counts_every_kind_of_import(module, imported):
+    assert imported in import_graph()[module]
+
+
+def test_no_import_cycle():
+    try:
+        graphlib.TopologicalSorter(import_graph()).prepare()
+        cycle: list[str] = []
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1]
+    assert cycle == [], f"import cycle: {' -> '.join(cycle)}"
+
+
+# ---------------------------------------------------------------- the layers
+@pytest.mark.parametrize("package, forbidden, above, allowed", [
+    ("vec_envs", ("wrappers", "vec_envs.cli"), ("vec_envs.cli",), ()),
+    ("wrappers", ("vec_envs.cli",), (), ()),
+    ("vec_envs.planning", BACKENDS + ("wrappers",), (), PLANNING_MAY_USE),
+    ("vec_envs.interop", tuple(b for b in BACKENDS if b != "vec_envs.interop") + ("wrappers",), (), ()),
+], ids=["vec_envs-not-wrappers", "wrappers-not-cli", "planning-no-backend", "interop-no-other-backend"])
+def test_a_package_imports_nothing_above_it(package, forbidden, above, allowed):
+    assert offending_imports(package, forbidden, above, allowed) == {}
 
 
 def test_importing_vec_envs_loads_no_wrapper_module():
@@ -56,3 +141,18 @@ def test_importing_vec_envs_loads_no_wrapper_module():
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- the subprocess transport's rooms
+@pytest.mark.parametrize("room, forbidden, outside, allowed", [
+    (WORKER, (PARENT, SUBPROC_VEC_ENV), (), ()),
+    (PARENT, (WORKER,), (), (f"{WORKER}.main",)),
+    (SHARED, (PARENT, WORKER, SUBPROC_VEC_ENV), (), ()),
+    ("vec_envs", (SHARED, PARENT, WORKER), (SUBPROC,), ()),
+    ("wrappers", (SHARED, PARENT, WORKER), (), ()),
+    ("vec_envs.stepping", (SUBPROC,), (), ()),
+    ("vec_envs.workers", (SUBPROC, "vec_envs.ray"), (), ()),
+], ids=["worker-not-parent", "parent-starts-worker-main-only", "shared-neither-side", "vec_envs-outside-not-in",
+        "wrappers-not-in", "stepping-no-transport", "workers-transport-free"])
+def test_a_room_of_the_subprocess_transport_imports_only_its_side(room, forbidden, outside, allowed):
+    assert offending_imports(room, forbidden, outside, allowed) == {}

@@ -281,5 +281,6 @@ def test_plan_atari_without_ale_py_is_one_line_naming_the_extra(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "plan_atari.py")], capture_output=True,
                           text=True, timeout=120, env=env, cwd=ROOT)
     assert done.returncode == 1
-    assert done.stderr == ('plan_atari.py needs ale-py (the Atari emulator): pip install -e ".[atari]" (from a '
-                           'checkout) or pip install "vec_envs[atari]"\n')
+    assert done.stderr == ('plan_atari.py: Atari needs ale-py >= 0.12 (the emulator, its ROMs and its C++ vector '
+                           'engine ALEVectorInterface): pip install -e ".[atari]" (from a checkout) or '
+                           'pip install "vec_envs[atari]"\n')

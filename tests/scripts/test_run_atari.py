@@ -164,7 +164,7 @@ def test_render_shows_one_game_tile_per_env_in_one_window():
 # ------------------------------------------------------------------ bad arguments
 BAD_ARGUMENTS = [
     pytest.param(["--env-id", "Brekout"],
-                 "--env-id: unknown Atari env id 'Brekout' (did you mean 'Breakout'?); expected a game "
+                 "--env-id: unknown Atari game 'Brekout' (did you mean 'Breakout'?); expected a game "
                  "name such as 'Breakout'", id="unknown-env-id"),
     pytest.param(["--num-envs", "0"], "argument --num-envs: expected a positive int, received '0'",
                  id="num-envs-0"),

@@ -1,61 +1,20 @@
 """ALEVecEnv's options: the names of ``make_atari`` / ``wrap_deepmind``, mapped onto
-the settings of ale-py's C++ vector engine (``ale_py.ALEVectorInterface``).
-
-Nothing here imports ale-py at import time; ``resolve_game`` does, when called.
-"""
+the settings of ale-py's C++ vector engine (``ale_py.ALEVectorInterface``)."""
 from __future__ import annotations
 
-import difflib
-import importlib
-import re
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from vec_envs.arguments import check_int
-from vec_envs.extras import install_hint
 
-__all__ = ["NO_ALE", "AtariOptions", "import_ale", "resolve_game"]
+__all__ = ["AtariOptions"]
 
-NO_ALE = f"ALEVecEnv needs ale-py >= 0.12 (its C++ vector engine, ALEVectorInterface): {install_hint('atari')}"
 RAW_FRAME = (210, 160)  # the Atari screen, height x width
-_ID_NOISE = re.compile(r"^ALE/|(NoFrameskip|Deterministic)?-v\d+$")
-
-
-def import_ale() -> ModuleType:
-    """``ale_py``, or an ImportError that says what to install."""
-    try:
-        ale_py = importlib.import_module("ale_py")
-    except ImportError as exc:
-        raise ImportError(NO_ALE) from exc
-    if not hasattr(ale_py, "ALEVectorInterface"):
-        raise ImportError(f"{NO_ALE} (found ale-py {getattr(ale_py, '__version__', '?')})")
-    return ale_py
-
-
-def resolve_game(game: str) -> str:
-    """The ROM id of ``game``: ``"Breakout"``, ``"breakout"``, ``"BreakoutNoFrameskip-v4"``
-    and ``"ALE/Breakout-v5"`` all give ``"breakout"``; ``"MsPacman"`` gives ``"ms_pacman"``.
-
-    Raises:
-        ValueError: no ROM of that name ships with ale-py (the message suggests close ones).
-    """
-    if not isinstance(game, str):
-        raise TypeError(f"ALEVecEnv: game must be a str such as 'Breakout', received {type(game).__name__}")
-    rom_ids = import_ale().roms.get_all_rom_ids()
-    by_key = {rom_id.replace("_", ""): rom_id for rom_id in rom_ids}
-    key = _ID_NOISE.sub("", game).replace("_", "").lower()
-    if key in by_key:
-        return by_key[key]
-    close = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.6)
-    hint = f" (did you mean {', '.join(repr(by_key[c]) for c in close)}?)" if close else ""
-    raise ValueError(f"ALEVecEnv: unknown Atari game {game!r}{hint}; expected a game such as 'Breakout', "
-                     f"'Pong' or 'ALE/Breakout-v5' ({len(rom_ids)} ROMs ship with ale-py)")
 
 
 @dataclass(frozen=True)
 class AtariOptions:
-    """The DeepMind preprocessing, with the argument names of ``wrappers.atari``.
+    """The DeepMind preprocessing, with the argument names of ``make_atari`` and ``wrap_deepmind``.
 
     Attributes:
         noop_max: up to this many no-ops at reset (0: none).

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.ale.ale_options import AtariOptions, import_ale, resolve_game
+from vec_envs.ale.ale_options import AtariOptions
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
+from vec_envs.ale.games import import_ale, resolve_game
 from vec_envs.arguments import check_int, check_timeout
 from vec_envs.async_envs import check_batch_size
 from vec_envs.errors import EngineLimitError, EnvTimeoutError
@@ -93,7 +94,8 @@ class ALEVecEnv(VecEnvBase):
     ``episode_frame_number`` and ``frame_number`` (a reset row's: the new episode's).
 
     Args:
-        game: ``"Breakout"``, ``"breakout"``, ``"BreakoutNoFrameskip-v4"``, ``"ALE/Breakout-v5"``.
+        game: a game name or Atari env id, by the rules of ``vec_envs.ale.games.resolve_game``:
+            ``"Breakout"``, ``"ms_pacman"``, ``"BreakoutNoFrameskip-v4"``, ``"ALE/Breakout-v5"``.
         num_envs: number of games.
         seed: as ``seed(seed)`` before the first reset: env i gets ``seed + i`` (taken
             modulo 2**31: the engine's seeds are C ints).
@@ -128,6 +130,8 @@ class ALEVecEnv(VecEnvBase):
 
     #: ``make_atari_env(..., vec_env_cls=ALEVecEnv)`` hands it the options, not env factories
     preprocesses_atari = True
+    #: ``infos[i]["episode"]`` comes once per game, with its real score: what SB3's Monitor reports
+    reports_whole_episodes = True
 
     def __init__(self, game: str, num_envs: int, *, seed: int | None = None, batch_size: int | None = None,
                  num_threads: int | None = None, frame_stack: int = 1, timeout: float | None = None,
@@ -137,7 +141,7 @@ class ALEVecEnv(VecEnvBase):
             raise ValueError(f"ALEVecEnv: render_mode must be None or 'rgb_array', received {render_mode!r}; "
                              f"render(mode='human') shows the envs tiled in one window")
         self.options = _options(frame_stack, preprocessing)
-        self.game = resolve_game(game)
+        self.game = resolve_game(game).rom
         self.render_mode = render_mode
         self.timeout = check_timeout(timeout, "ALEVecEnv: timeout")
         self._rom_path = import_ale().roms.get_rom_path(self.game)

@@ -1,6 +1,6 @@
 """Run Atari end to end: preprocessed envs on a backend, a policy, live progress, a summary.
 
-The envs are ``wrappers.atari.make_atari_env`` (DeepMind preprocessing, 84x84 gray,
+The envs are ``vec_envs.ale.make_atari_env`` (DeepMind preprocessing, 84x84 gray,
 frame skip 4) with ``VecFrameStack`` on top. The policy is random unless ``--policy``
 names your own ``callable(obs) -> actions``. Scores are real game scores (unclipped,
 all lives of a game).
@@ -35,12 +35,12 @@ from tqdm import tqdm
 
 import vec_envs
 from vec_envs import VecEnvBase
+from vec_envs.ale import make_atari_env, resolve_game
 from vec_envs.cli.args import in_series_arg, parse_args, positive_int
 from vec_envs.errors import VecEnvError
 from vec_envs.extras import install_hint
 from vec_envs.rendering.opencv_viewer import check_display
 from wrappers import VecFrameStack, VecVideoRecorder
-from wrappers.atari import make_atari_env, resolve_atari_id
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 Policy = Callable[[Any], Any]  # observations of every env (or of a batch) -> one action each
@@ -125,11 +125,11 @@ def backend_class(name: str) -> type[VecEnvBase]:
 
 
 def check_args(args: Args) -> str:
-    """Everything that can be checked before building envs; returns the resolved env id."""
+    """Everything that can be checked before building envs; returns the game's gymnasium id."""
     if not 0.0 <= args.sticky_actions <= 1.0:
         raise UsageError(f"--sticky-actions must be in [0, 1], received {args.sticky_actions}")
     try:
-        env_id = resolve_atari_id(args.env_id)
+        env_id = resolve_game(args.env_id).env_id
     except (ImportError, ValueError) as exc:
         raise UsageError(f"--env-id: {exc}") from None
     backend_class(args.backend)

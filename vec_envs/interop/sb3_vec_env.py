@@ -7,8 +7,9 @@ SB3 asks ``env_is_wrapped(Monitor)`` to learn whether ``infos[i]["episode"]`` ho
 unmodified episodes (``evaluate_policy``, ``EvalCallback``). Our envs report them through
 other per-env monitors that fill ``info["episode"]`` the same way (``vec_envs.monitoring``'s
 ``EpisodeMonitor``, which ``make_atari_env`` puts on the emulator, gymnasium's
-``RecordEpisodeStatistics``) or, for ``ALEVecEnv``, in the engine itself: each of those
-answers that question as SB3's Monitor would.
+``RecordEpisodeStatistics``) or in the backend itself, where it declares
+``reports_whole_episodes`` (``ALEVecEnv``): each of those answers that question as SB3's
+Monitor would.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from vec_envs.ale.ale_vec_env import ALEVecEnv
 from vec_envs.extras import missing_extra
 from vec_envs.monitoring.episode_monitor import EpisodeMonitor
 from vec_envs.rendering.frames import gather_frames
@@ -121,7 +121,7 @@ class SB3VecEnv(SB3Forwarding, VecEnv):
 def _reports_episodes(venv: VecEnvBase, indices: VecEnvIndices, count: int) -> list[bool]:
     """For the ``count`` envs named by ``indices``: do their infos carry whole episodes as
     SB3's Monitor's do (EPISODE_MONITORS)?"""
-    if isinstance(venv.unwrapped, ALEVecEnv):  # the engine reports each game, not each life
+    if venv.unwrapped.reports_whole_episodes:
         return [True] * count
     answers = [venv.env_is_wrapped(monitor, indices) for monitor in EPISODE_MONITORS[1:]]
     return [any(column) for column in zip(*answers)]

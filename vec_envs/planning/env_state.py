@@ -4,7 +4,7 @@ Where the state of an env comes from, in this order:
 
 1. ``get_state()`` / ``set_state(state)`` on the env or on any wrapper of it: the
    outermost layer that defines both covers itself and everything it wraps;
-2. an ALE emulator (``env.unwrapped.ale``): see ``vec_envs.planning.ale_snapshot`` (a restored
+2. an ALE emulator (``env.unwrapped.ale``): see ``vec_envs.ale.ale_snapshot`` (a restored
    state replays identically, sticky actions included), plus the env's NumPy generator
    (stochastic frame skips);
 3. otherwise a deep copy of the unwrapped env's attributes (pure-Python envs such as
@@ -45,7 +45,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import PassiveEnvChecker
 
-from vec_envs.planning.ale_snapshot import clone_ale, restore_ale
+from vec_envs.ale.ale_snapshot import clone_ale, restore_ale
 from vec_envs.types import EnvState  # defined with the contract; made and restored here
 
 __all__ = ["EnvState", "get_env_state", "set_env_state", "describe_env"]

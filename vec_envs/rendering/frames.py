@@ -4,19 +4,19 @@ An env made without ``render_mode="rgb_array"`` returns no frame, and some envs 
 raise from deep inside their own ``render``; the caller then needs the fix, not that
 traceback. ``gather_frames`` asks the envs' ``render_mode`` only when gathering failed,
 so rendering pays nothing for the check.
+
+``gather_frames`` takes any ``FrameSource``: what it asks of a VecEnv, and nothing more,
+so this module needs no VecEnv class (``VecEnvBase.render`` calls it).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from vec_envs.errors import VecEnvError
 
-if TYPE_CHECKING:
-    from vec_envs.vec_env_base import VecEnvBase
-
-__all__ = ["NO_RENDER_MODE", "RenderModeError", "gather_frames"]
+__all__ = ["NO_RENDER_MODE", "FrameSource", "RenderModeError", "gather_frames"]
 
 NO_RENDER_MODE = (
     "{method}: env(s) {envs} have render_mode={mode!r} and give no frames; make them with "
@@ -24,6 +24,14 @@ NO_RENDER_MODE = (
     "make_vec_env(env_id, env_kwargs={{'render_mode': 'rgb_array'}}), "
     "make_atari_env(game, env_kwargs={{'render_mode': 'rgb_array'}}) or "
     "ALEVecEnv(game, render_mode='rgb_array'). The envs raised {cause}")
+
+
+class FrameSource(Protocol):
+    """What ``gather_frames`` asks of a VecEnv: its frames, and its envs' attributes."""
+
+    def get_images(self) -> list[np.ndarray]: ...
+
+    def get_attr(self, attr_name: str) -> list[Any]: ...
 
 
 class RenderModeError(ValueError):
@@ -43,7 +51,7 @@ class RenderModeError(ValueError):
     """
 
 
-def gather_frames(venv: VecEnvBase, method: str = "render()") -> list[np.ndarray]:
+def gather_frames(venv: FrameSource, method: str = "render()") -> list[np.ndarray]:
     """``venv.get_images()``; a ``RenderModeError`` with the fix when it fails because
     some envs have no ``rgb_array`` render mode (any other failure is raised as it is).
 

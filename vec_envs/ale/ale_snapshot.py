@@ -18,6 +18,8 @@ import math
 import weakref
 from typing import Any
 
+from vec_envs.ale.games import import_ale
+
 __all__ = ["clone_ale", "restore_ale"]
 
 #: chance that the NOOP was never taken after the forcing acts
@@ -74,11 +76,9 @@ def _enter_truncated_game(env: Any) -> bool:
 
 def _truncated_copy(state: Any) -> Any:
     """``state`` with its episode frame number set past any frame budget."""
-    from ale_py import ALEState
-
     data = bytearray(state.serialize())
     data[EPISODE_FRAME_OFFSET:EPISODE_FRAME_OFFSET + 4] = (2**31 - 1).to_bytes(4, "little")
     try:
-        return ALEState(bytes(data))
+        return import_ale().ALEState(bytes(data))
     except Exception:
         return None
