@@ -301,9 +301,15 @@ class ALEVecEnv(VecEnvBase):
             self._frames[env] = (obs, row)
         return obs
 
+    def _interrupted(self, exc: BaseException, method: str) -> None:
+        """A Ctrl-C stopped ``method`` part-way: the engine's state is unknown (a batch sent
+        and not counted, or received and not read): the next reset rebuilds it."""
+        super()._interrupted(exc, method)
+        self._in_engine = max(self._in_engine, 1)
+
     def _drain(self, method: str) -> None:
-        """Before a reset: an engine with envs still in flight is rebuilt (its
-        batches cannot be told apart from the new episode's)."""
+        """Before a reset: an engine with envs still in flight (or in an unknown state) is
+        rebuilt (its batches cannot be told apart from the new episode's)."""
         if self._waiting is not None:
             self._waiting.result()
             self._waiting = None
