@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import platform
 from collections.abc import Sequence
 
 from vec_envs.arguments import check_env_fns, check_timeout
@@ -23,12 +24,26 @@ from vec_envs.workers.requests import RequestHost, Requests
 from vec_envs.workers.worker import WorkerDied
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
-__all__ = ["SubprocVecEnv", "default_start_method"]
+__all__ = ["SubprocVecEnv", "default_start_method", "describe_transport"]
 
 STEP_IN_PARENT_WITH_TIMEOUT = (
     "SubprocVecEnv: step_in_parent=True cannot be combined with timeout={timeout!r}: an env stepped in the "
     "parent cannot be interrupted, so a wait could run past its timeout. Pass step_in_parent=False (every env "
     "in a worker) to keep the timeout, or timeout=None")
+
+
+def describe_transport() -> str:
+    """How SubprocVecEnv's workers share the steps on this machine, in one line.
+
+    Example:
+        >>> describe_transport().startswith("SubprocVecEnv steps through")
+        True
+    """
+    if not control_block.supported():
+        return f"SubprocVecEnv steps through the pipes ({platform.machine()} has no env lanes)"
+    return ("SubprocVecEnv steps through the env lanes in shared memory "
+            f"(wake fd: {'yes' if wake.supported() else 'no'}, workers' bell: "
+            f"{'yes' if wake.bells_supported() else 'no, a message each'})")
 
 
 def default_start_method() -> str:
