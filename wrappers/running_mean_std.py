@@ -3,13 +3,13 @@
 Images are the hot path: a VecNormalize over stacked Atari frames updates and applies
 28,224 statistics per step. A uint8 batch is merged from its sums and sums of squares,
 which are exact integers. The C kernel ``_rms_kernel.c`` (built by setup.py when a
-compiler is there) does that merge and the normalization in one pass, ~3x faster than
-the NumPy path below, which it matches bit for bit.
+compiler is there) does that merge and the normalization in one pass, where the NumPy
+path below takes several; it matches that path bit for bit.
 
 The NumPy path keeps its per-step arrays in buffers reused from step to step. That
 matters beyond allocation: 84*84*4 float64 = 225 KB is just under what glibc hands back
-to the system at once, so a few such temporaries per step make the heap grow and shrink
-with page faults on every step (~0.2 ms per expression at this size instead of ~5 us).
+to the system at once, so a few such temporaries per step would make the heap grow and
+shrink with page faults on every step.
 """
 from __future__ import annotations
 

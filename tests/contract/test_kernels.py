@@ -25,7 +25,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_every_kernel_is_built_and_runs_unless_switched_off():
     if not kernels.enabled():
-        pytest.skip(f"{kernels.SWITCH}=0: the kernels are switched off for this run")
+        pytest.skip(f"{kernels.SWITCH}=0: the kernels are switched off here")
     report = kernels.report()
     assert sorted(report) == ["lanes", "rms", "step"]
     missing = [status["module"] for status in report.values() if not status["built"]]

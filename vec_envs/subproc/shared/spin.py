@@ -1,8 +1,8 @@
 """Bounded, adaptive busy-waiting between the parent and its worker processes.
 
-A process sleeping in ``poll``/``select`` takes ~50-100 us to wake up when a message
-arrives (far more than a CartPole batch takes to step); a process polling in a loop sees
-it within ~1 us. So each side polls for a while before it sleeps: 1.5x the usual wait,
+A process sleeping in ``poll``/``select`` takes a wake-up when a message arrives, which
+can cost more than a cheap env's whole batch; a process polling in a loop sees it at
+once. So each side polls for a while before it sleeps: 1.5x the usual wait,
 or the usual wait plus four times its usual deviation if that is longer (as TCP sets its
 retransmission timeout), never less than ``SPIN_MIN_S`` nor more than ``SPIN_MAX_S``. A budget
 at the mean alone misses every wait that runs a little long, and each miss costs a wake-up

@@ -67,7 +67,7 @@ def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes
                    bells: Sleeper) -> int:
     """Spin, then sleep on the pipe, until envs have new requests (_LANES), a command
     comes (_PIPE), or the parent is gone (_PARENT_GONE)."""
-    def event() -> int:  # one look at everything, ~1 us: each spin turn costs this
+    def event() -> int:  # one look at everything: each spin turn costs this
         if lanes is not None and lanes.has_requests():
             return _LANES
         return _PIPE if poller is None or poller.poll(0) else 0
