@@ -83,7 +83,6 @@ class LaneRequests(Requests):
         self.laned = lanes.laned  # envs 0:laned have workers with lanes, the rest are the parent's
         self._laned_workers = [w.index for w in host.workers if not w.is_local]
         self._answered = lanes.answered[:self.laned]
-        self._owner = host.worker_of.tolist()  # env -> its worker, as plain ints
         self._expected = int_words(lanes.expected)  # each env's number, as plain ints
         self._sentinels = self._watched()  # the worker processes (made again after a restart)
         self.said: dict[int, Said] = {}  # what envs said, read ahead of their turn
@@ -268,9 +267,11 @@ class LaneRequests(Requests):
         """Read what the envs that answered with a message said into ``infos``; a failure is
         raised, or its worker replaced and its envs flagged."""
         buffers, reset_infos = self.host.buffers, self.host.reset_infos
-        for w, envs in self._by_worker(np.flatnonzero(self._answered & 1).tolist()).items():
+        talking = np.flatnonzero(self._answered & 1)
+        owners = self.worker_of[talking]
+        for w in np.unique(owners).tolist():
             try:
-                said = self._said_by(w, envs)
+                said = self._said_by(w, set(talking[owners == w].tolist()))
             except WorkerDied as died:
                 self._replace(w, died, method)
                 continue
@@ -284,18 +285,6 @@ class LaneRequests(Requests):
                     infos[i], reset_infos[i] = self._ended(i, info, infos[i]), reset_info or {}
                 else:
                     infos[i] = info
-
-    def _by_worker(self, env_ids: list[int]) -> dict[int, set[int]]:
-        """``env_ids`` grouped by their worker."""
-        groups: dict[int, set[int]] = {}
-        owner = self._owner
-        for i in env_ids:
-            w = owner[i]
-            if w in groups:
-                groups[w].add(i)
-            else:
-                groups[w] = {i}
-        return groups
 
     def _ended(self, i: int, info: Info, terminal: Info) -> Info:
         """Env ``i`` ended, its worker said ``info``: that, then its ``terminal_observation`` and
@@ -406,10 +395,12 @@ class LaneRequests(Requests):
         """What ``env_ids[talking]`` said into ``infos`` (and their reset infos); a failure is
         raised, or its worker replaced and its envs flagged."""
         buffers, reset_infos, resetting = self.host.buffers, self.host.reset_infos, self.envs.resetting
-        places = dict(zip(env_ids[talking].tolist(), talking.tolist()))  # env -> its place in the batch
-        for w, envs in self._by_worker(list(places)).items():
+        talkers = env_ids[talking]
+        places = dict(zip(talkers.tolist(), talking.tolist()))  # env -> its place in the batch
+        owners = self.worker_of[talkers]
+        for w in np.unique(owners).tolist():
             try:
-                said = self._said_by(w, envs)
+                said = self._said_by(w, set(talkers[owners == w].tolist()))
             except WorkerDied:
                 self._died(w, "recv")
                 continue
