@@ -1,9 +1,9 @@
 from setuptools import Extension, find_packages, setup
 
 # RunningMeanStd's one-pass uint8 kernel (VecNormalize over images). Optional: without a
-# C compiler the install goes on and wrappers/running_mean_std.py uses NumPy instead.
+# C compiler the install goes on and vec_envs.wrappers.running_mean_std uses NumPy instead.
 rms_kernel = Extension(
-    "wrappers._rms_kernel",
+    "vec_envs.wrappers._rms_kernel",
     sources=["wrappers/_rms_kernel.c"],
     extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off"],
     optional=True,
@@ -52,8 +52,10 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="MIT",
-    packages=find_packages(include=["vec_envs", "vec_envs.*", "wrappers", "wrappers.*"]),
-    package_data={"vec_envs": ["py.typed", "API.md"], "wrappers": ["py.typed"]},
+    # vec_envs/wrappers is a link to the top-level wrappers/ folder: the wrappers install as
+    # vec_envs.wrappers, and site-packages gets no top-level package of that common name
+    packages=find_packages(include=["vec_envs", "vec_envs.*"]),
+    package_data={"vec_envs": ["py.typed", "API.md"], "vec_envs.wrappers": ["py.typed"]},
     ext_modules=[rms_kernel, step_kernel, lanes_kernel],
     python_requires=">=3.10",
     install_requires=[

@@ -7,7 +7,7 @@ Three loops have a C version, built by the install where a C compiler is found
   infos of envs that had nothing to say;
 - ``vec_envs.subproc.shared._lanes_kernel``: the subprocess transport's look at its
   lanes (both sides) and a worker's answers;
-- ``wrappers._rms_kernel``: ``RunningMeanStd`` over uint8 images (VecNormalize).
+- ``vec_envs.wrappers._rms_kernel``: ``RunningMeanStd`` over uint8 images (VecNormalize).
 
 Setting the environment variable ``VEC_ENVS_KERNELS=0`` before the first import turns
 every kernel off (the fallbacks run, as on a machine without a compiler). ``report()``
@@ -35,7 +35,7 @@ SWITCH = "VEC_ENVS_KERNELS"
 KERNELS = {
     "step": "vec_envs.stepping._step_kernel",
     "lanes": "vec_envs.subproc.shared._lanes_kernel",
-    "rms": "wrappers._rms_kernel",
+    "rms": "vec_envs.wrappers._rms_kernel",
 }
 
 

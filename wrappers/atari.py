@@ -5,7 +5,7 @@ They live in the Atari room, ``vec_envs.ale`` (``deepmind_wrappers.py``, ``make_
 beside ``ALEVecEnv``, because ``make_atari_env`` builds either from the same options.
 
 Example:
-    >>> from wrappers import VecFrameStack
+    >>> from vec_envs.wrappers import VecFrameStack
     >>> with VecFrameStack(make_atari_env("Breakout", n_envs=2, seed=0), n_stack=4) as venv:
     ...     venv.reset().shape
     (2, 84, 84, 4)

@@ -9,7 +9,7 @@ from vec_envs.arguments import check_int
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
-from wrappers.stacked_observations import ChannelsOrder, StackedObservations
+from vec_envs.wrappers.stacked_observations import ChannelsOrder, StackedObservations
 
 __all__ = ["VecFrameStack"]
 

@@ -18,7 +18,7 @@ from vec_envs.spaces.describe import space_fingerprint
 from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
-from wrappers.running_mean_std import RunningMeanStd
+from vec_envs.wrappers.running_mean_std import RunningMeanStd
 
 __all__ = ["VecNormalize", "VecNormalizeFileError", "FORMAT_VERSION"]
 

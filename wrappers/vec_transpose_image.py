@@ -44,8 +44,8 @@ class VecTransposeImage(VecEnvObservationWrapper):
 
     Example:
         >>> from vec_envs import DummyVecEnv
-        >>> from wrappers import VecFrameStack
-        >>> from wrappers.atari import make_atari_env
+        >>> from vec_envs.wrappers import VecFrameStack
+        >>> from vec_envs.wrappers.atari import make_atari_env
         >>> atari_venv = make_atari_env("Breakout", 2, seed=0, vec_env_cls=DummyVecEnv)
         >>> with VecTransposeImage(VecFrameStack(atari_venv, 4)) as venv:
         ...     venv.reset().shape

@@ -121,7 +121,7 @@ class VecVideoRecorder(VecEnvWrapper):
     Example:
         >>> import os, tempfile
         >>> from vec_envs import DummyVecEnv
-        >>> from wrappers.atari import make_atari
+        >>> from vec_envs.wrappers.atari import make_atari
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     venv = DummyVecEnv([lambda: make_atari("Pong", render_mode="rgb_array")] * 2)
         ...     venv = VecVideoRecorder(venv, folder, lambda step: step % 10_000 == 0, video_length=5)

@@ -379,18 +379,18 @@ def unavailable(method: Method, workload: Workload) -> str | None:
 
 
 def _frame_stacked(venv: Any, workload: Workload, note: str) -> tuple[Any, bool, str]:
-    """``venv`` under ``wrappers.VecFrameStack`` when the workload stacks frames."""
+    """``venv`` under ``vec_envs.wrappers.VecFrameStack`` when the workload stacks frames."""
     if not workload.frame_stack:
         return venv, False, note
-    from wrappers import VecFrameStack
+    from vec_envs.wrappers import VecFrameStack
 
-    note = "; ".join(filter(None, [note, "frame stack: wrappers.VecFrameStack"]))
+    note = "; ".join(filter(None, [note, "frame stack: vec_envs.wrappers.VecFrameStack"]))
     return VecFrameStack(venv, workload.frame_stack), True, note
 
 
 def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """One of our backends with its options (``batch_size`` for recv/send), frame-stacked
-    by ``wrappers.VecFrameStack``."""
+    by ``vec_envs.wrappers.VecFrameStack``."""
     options = dict(method.options)
     cls = load_ours(options.pop("backend"))
     if method.recv_send:

@@ -144,7 +144,7 @@ class WrappersArgs:
 
 def _wrapper_times(args: WrappersArgs) -> dict[str, list[float]]:
     """Seconds per step of the bare backend and of the stack, one value per round each."""
-    from wrappers import VecFrameStack, VecMonitor, VecNormalize
+    from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize
 
     env_fn = make_pong if args.env == "pong" else SyntheticFrameEnv
     bare: VecEnvBase = BACKENDS[args.backend]([env_fn] * args.num_envs)

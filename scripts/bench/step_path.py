@@ -32,7 +32,7 @@ from bench.report import markdown_table
 
 __all__ = ["StepPathArgs", "StepTrace", "TracedEnv", "run_step_path"]
 
-OURS = ("vec_envs", "wrappers")
+OURS = ("vec_envs",)
 Calls = set[tuple[str, str]]
 
 

@@ -10,7 +10,7 @@ from tests.async_traces import assert_same_traces, async_traces, lockstep_traces
 from tests.envs import SeededEnv
 from tests.wrapper_envs import DictFrameEnv, FrameEnv, NanEnv, ScriptedEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvWrapper
-from wrappers import (
+from vec_envs.wrappers import (
     RunningMeanStd,
     VecCheckNan,
     VecExtractDictObs,

@@ -22,8 +22,8 @@ from vec_envs.errors import (  # noqa: E402
     EnvTimeoutError,
     NoAsyncCallError,
 )
-from wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
-from wrappers.atari import make_atari_env  # noqa: E402
+from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
+from vec_envs.wrappers.atari import make_atari_env  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 3

@@ -17,7 +17,7 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 cv2 = pytest.importorskip("cv2")
 
 from vec_envs import DummyVecEnv  # noqa: E402
-from wrappers.atari import (  # noqa: E402
+from vec_envs.wrappers.atari import (  # noqa: E402
     ClipRewardEnv,
     EpisodeMonitor,
     EpisodicLifeEnv,
@@ -55,10 +55,11 @@ def lives(env):
 # ------------------------------------------------------------------ where they are imported
 def test_wrappers_atari_offers_the_atari_rooms_own_objects():
     import vec_envs.ale
-    import wrappers.atari
+    import vec_envs.wrappers.atari
 
-    assert {name: getattr(wrappers.atari, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")} == {
-        name: getattr(vec_envs.ale, name) for name in ("make_atari", "wrap_deepmind", "make_atari_env")}
+    names = ("make_atari", "wrap_deepmind", "make_atari_env")
+    assert {name: getattr(vec_envs.wrappers.atari, name) for name in names} == {
+        name: getattr(vec_envs.ale, name) for name in names}
 
 
 # ------------------------------------------------------------------ make_atari
@@ -363,7 +364,7 @@ def test_env_factory_imports_ale_py_itself_in_a_fresh_process():
 
 
 def test_importing_the_module_has_no_side_effects():
-    code = ("import os, sys; env = dict(os.environ); import wrappers.atari; "
+    code = ("import os, sys; env = dict(os.environ); import vec_envs.wrappers.atari; "
             "print('ale_py' in sys.modules, 'cv2' in sys.modules, env == dict(os.environ))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "False False True", proc.stderr

@@ -13,7 +13,7 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 
 from vec_envs import ALEVecEnv, DummyVecEnv  # noqa: E402
 from vec_envs.ale.games import AtariGame, atari_games, resolve_game  # noqa: E402
-from wrappers.atari import make_atari, make_atari_env  # noqa: E402
+from vec_envs.wrappers.atari import make_atari, make_atari_env  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNKNOWN = (r"unknown Atari game 'Brekout' \(did you mean 'Breakout'\?\); expected a game name such as "
@@ -109,7 +109,7 @@ def test_without_ale_py_every_entry_point_says_what_to_install(call):
         sys.modules["ale_py"] = None          # as if ale-py were not installed
         from vec_envs import ALEVecEnv, DummyVecEnv
         from vec_envs.ale.games import resolve_game
-        from wrappers.atari import make_atari, make_atari_env
+        from vec_envs.wrappers.atari import make_atari, make_atari_env
         try:
             {call}
         except ImportError as exc:

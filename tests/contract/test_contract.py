@@ -12,7 +12,7 @@ from tests.envs import ColorEnv, DictObsEnv, OldApiEnv, OptionsEnv, QuietEnv, Se
 from tests.helpers import check_lockstep_misuse
 from vec_envs import tile_images
 from vec_envs.errors import ClosedEnvironmentError
-from wrappers import VecMonitor
+from vec_envs.wrappers import VecMonitor
 
 pytestmark = pytest.mark.parametrize("make", BACKENDS)
 

@@ -1,8 +1,9 @@
-"""The package layers and rooms, read off the import graph of every module of ``vec_envs`` and
-``wrappers``. Every import counts: those inside functions and under ``if TYPE_CHECKING:`` too.
+"""The package layers and rooms, read off the import graph of every module of ``vec_envs``
+(``vec_envs.wrappers`` included, whose files are the top-level ``wrappers/`` folder). Every
+import counts: those inside functions and under ``if TYPE_CHECKING:`` too.
 
-- ``wrappers`` sits above ``vec_envs`` and ``vec_envs`` never imports it; ``vec_envs.cli``
-  (the console commands) sits above both and nothing imports it;
+- ``vec_envs.wrappers`` sits above the rest of ``vec_envs``, which never imports it;
+  ``vec_envs.cli`` (the console commands) sits above both and nothing imports it;
 - ``vec_envs.planning`` works on any backend and imports none (of the Atari room it uses the
   emulator snapshots alone, which serve any env holding an ALE emulator);
 - ``vec_envs.interop`` adapts any backend and imports no other (it asks a VecEnv what it
@@ -27,7 +28,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("vec_envs", "wrappers")
+#: each package's name and its folder (vec_envs/wrappers links to wrappers/, which is walked once)
+PACKAGES = (("vec_envs", REPO / "vec_envs"), ("vec_envs.wrappers", REPO / "wrappers"))
+WRAPPERS = "vec_envs.wrappers"
 #: the packages that hold a backend, and the modules that are one
 BACKENDS = ("vec_envs.dummy_vec_env", "vec_envs.subproc", "vec_envs.workers", "vec_envs.ray", "vec_envs.ale",
             "vec_envs.interop", "vec_envs.make_vec_env")
@@ -39,15 +42,18 @@ PARENT, WORKER, SHARED = f"{SUBPROC}.parent", f"{SUBPROC}.worker", f"{SUBPROC}.s
 SUBPROC_VEC_ENV = f"{SUBPROC}.subproc_vec_env"
 
 
-def module_name(path: Path) -> str:
-    """``vec_envs/ale/__init__.py`` -> ``vec_envs.ale``; ``vec_envs/ale/games.py`` -> ``vec_envs.ale.games``."""
-    parts = path.relative_to(REPO).with_suffix("").parts
+def module_name(package: str, folder: Path, path: Path) -> str:
+    """``vec_envs/ale/__init__.py`` -> ``vec_envs.ale``; ``vec_envs/ale/games.py`` -> ``vec_envs.ale.games``;
+    ``wrappers/vec_monitor.py`` -> ``vec_envs.wrappers.vec_monitor``."""
+    parts = (*package.split("."), *path.relative_to(folder).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 @functools.cache
 def module_paths() -> dict[str, Path]:
-    return {module_name(path): path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))}
+    """Every module of ours and its file (``rglob`` does not enter the link vec_envs/wrappers)."""
+    return {module_name(package, folder, path): path for package, folder in PACKAGES
+            for path in sorted(folder.rglob("*.py"))}
 
 
 def imported_names(path: Path, name: str) -> set[str]:
@@ -126,17 +132,17 @@ def test_no_import_cycle():
 
 # ---------------------------------------------------------------- the layers
 @pytest.mark.parametrize("package, forbidden, above, allowed", [
-    ("vec_envs", ("wrappers", "vec_envs.cli"), ("vec_envs.cli",), ()),
-    ("wrappers", ("vec_envs.cli",), (), ()),
-    ("vec_envs.planning", BACKENDS + ("wrappers",), (), PLANNING_MAY_USE),
-    ("vec_envs.interop", tuple(b for b in BACKENDS if b != "vec_envs.interop") + ("wrappers",), (), ()),
+    ("vec_envs", (WRAPPERS, "vec_envs.cli"), ("vec_envs.cli", WRAPPERS), ()),
+    (WRAPPERS, ("vec_envs.cli",), (), ()),
+    ("vec_envs.planning", BACKENDS + (WRAPPERS,), (), PLANNING_MAY_USE),
+    ("vec_envs.interop", tuple(b for b in BACKENDS if b != "vec_envs.interop") + (WRAPPERS,), (), ()),
 ], ids=["vec_envs-not-wrappers", "wrappers-not-cli", "planning-no-backend", "interop-no-other-backend"])
 def test_a_package_imports_nothing_above_it(package, forbidden, above, allowed):
     assert offending_imports(package, forbidden, above, allowed) == {}
 
 
 def test_importing_vec_envs_loads_no_wrapper_module():
-    code = "import sys, vec_envs; print(sorted(m for m in sys.modules if m.split('.')[0] == 'wrappers'))"
+    code = "import sys, vec_envs; print(sorted(m for m in sys.modules if m.split('.')[:2] == ['vec_envs', 'wrappers']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
@@ -149,10 +155,9 @@ def test_importing_vec_envs_loads_no_wrapper_module():
     (PARENT, (WORKER,), (), (f"{WORKER}.main",)),
     (SHARED, (PARENT, WORKER, SUBPROC_VEC_ENV), (), ()),
     ("vec_envs", (SHARED, PARENT, WORKER), (SUBPROC,), ()),
-    ("wrappers", (SHARED, PARENT, WORKER), (), ()),
     ("vec_envs.stepping", (SUBPROC,), (), ()),
     ("vec_envs.workers", (SUBPROC, "vec_envs.ray"), (), ()),
 ], ids=["worker-not-parent", "parent-starts-worker-main-only", "shared-neither-side", "vec_envs-outside-not-in",
-        "wrappers-not-in", "stepping-no-transport", "workers-transport-free"])
+        "stepping-no-transport", "workers-transport-free"])
 def test_a_room_of_the_subprocess_transport_imports_only_its_side(room, forbidden, outside, allowed):
     assert offending_imports(room, forbidden, outside, allowed) == {}

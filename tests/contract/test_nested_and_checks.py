@@ -16,8 +16,8 @@ from vec_envs.arguments import check_int
 from vec_envs.monitoring.monitor_csv import MonitorCsv
 from vec_envs.spaces.batching import batch_of_one, copy_obs, create_batch, write_rows
 from vec_envs.spaces.nested import is_fixed_size, iter_leaves, map_leaves, path_text
-from wrappers import VecMonitor
-from wrappers.atari import EpisodeMonitor
+from vec_envs.wrappers import VecMonitor
+from vec_envs.wrappers.atari import EpisodeMonitor
 
 SPACE = spaces.Dict({"pos": spaces.Box(-1, 1, (2,)), "hand": spaces.Tuple([spaces.Discrete(3), spaces.MultiBinary(4)])})
 

@@ -13,7 +13,7 @@ from tests.envs import SeededEnv
 from tests.faulty_envs import SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, EnvTimeoutError, NoAsyncCallError
-from wrappers import VecNormalize
+from vec_envs.wrappers import VecNormalize
 
 LEAN_BACKENDS = [
     pytest.param(DummyVecEnv, id="dummy"),

@@ -16,7 +16,7 @@ from tests.helpers import assert_same
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3
 from vec_envs.spaces.batching import copy_obs
-from wrappers import VecFrameStack, VecMonitor, VecNormalize
+from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize
 
 #: episodes that end by termination (length 4) and by truncation (length 3), with infos
 ENV_FNS = [functools.partial(SeededEnv, length=4), functools.partial(SeededEnv, length=3, truncate=True),

@@ -23,9 +23,9 @@ from stable_baselines3.common.vec_env import (
 
 from vec_envs import ALEVecEnv, DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 from vec_envs.interop import to_sb3
-from wrappers import VecMonitor, VecNormalize
-from wrappers import VecTransposeImage as OurVecTransposeImage
-from wrappers.atari import make_atari_env
+from vec_envs.wrappers import VecMonitor, VecNormalize
+from vec_envs.wrappers import VecTransposeImage as OurVecTransposeImage
+from vec_envs.wrappers.atari import make_atari_env
 
 
 class RandomPolicy:

@@ -14,8 +14,8 @@ from tests.envs import SeededEnv
 from vec_envs import ALEVecEnv, DummyVecEnv
 from vec_envs.interop import to_gymnasium, to_sb3
 from vec_envs.rendering.frames import RenderModeError
-from wrappers import VecFrameStack, VecNormalize
-from wrappers.atari import make_atari_env
+from vec_envs.wrappers import VecFrameStack, VecNormalize
+from vec_envs.wrappers.atari import make_atari_env
 
 BACKENDS = [pytest.param(dummy, id="dummy"),
             pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc")]

@@ -9,7 +9,7 @@ import pytest
 
 from tests.envs import SeededEnv
 from vec_envs import DummyVecEnv
-from wrappers.vec_normalize import VecNormalize, VecNormalizeFileError
+from vec_envs.wrappers.vec_normalize import VecNormalize, VecNormalizeFileError
 
 
 def edited(tmp_path, name, value):

@@ -11,7 +11,7 @@ import pytest
 from tests import backends
 from tests.envs import SeededEnv
 from vec_envs import VecEnvWrapper
-from wrappers import VecNormalize
+from vec_envs.wrappers import VecNormalize
 
 N = 2
 BACKENDS = [

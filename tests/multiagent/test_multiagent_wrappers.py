@@ -12,7 +12,7 @@ from mpe2 import simple_spread_v3
 from tests.multiagent.parallel_envs import Relay
 from vec_envs.interop import to_gymnasium, to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
-from wrappers import VecFrameStack, VecMonitor, VecNormalize
+from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize
 
 SPREAD5 = functools.partial(simple_spread_v3.parallel_env, max_cycles=5)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vec_envs import DummyVecEnv
-from wrappers import VecNormalize
+from vec_envs.wrappers import VecNormalize
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "convert_vecnormalize.py")

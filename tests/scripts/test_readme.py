@@ -96,4 +96,4 @@ def test_the_contract_the_readme_links_ships_in_the_package():
     assert "](vec_envs/API.md)" in README.read_text(encoding="utf-8")
     assert "## Interop (`vec_envs.interop`)" in (files("vec_envs") / "API.md").read_text(encoding="utf-8")
     assert (files("vec_envs") / "py.typed").is_file()
-    assert (files("wrappers") / "py.typed").is_file()
+    assert (files("vec_envs.wrappers") / "py.typed").is_file()

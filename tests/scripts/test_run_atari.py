@@ -116,7 +116,7 @@ BREAKOUT_H, BREAKOUT_W = 210, 160
 
 def breakout_walls() -> np.ndarray:
     """Rows 16..56 of a Breakout frame: the top and side walls, the same in every game state."""
-    from wrappers.atari import make_atari
+    from vec_envs.wrappers.atari import make_atari
 
     env = make_atari("Breakout")
     frame, _ = env.reset(seed=0)

@@ -21,7 +21,7 @@ def test_a_tiny_run_trains_evaluates_and_saves_model_and_statistics(tmp_path):
     from stable_baselines3 import PPO
 
     from vec_envs import DummyVecEnv
-    from wrappers import VecNormalize
+    from vec_envs.wrappers import VecNormalize
 
     done = run("--total-timesteps", "256", "--num-envs", "2", "--n-steps", "64", "--batch-size", "64",
                "--n-epochs", "1", "--eval-episodes", "3", "--output", str(tmp_path / "run"))

@@ -9,7 +9,7 @@ import pytest
 from tests.envs import FaultyEnv, SeededEnv
 from vec_envs import SubprocVecEnv, VecEnvObservationWrapper
 from vec_envs.errors import EnvTimeoutError
-from wrappers import VecFrameStack, VecMonitor, VecNormalize
+from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize
 
 
 class Doubled(VecEnvObservationWrapper):

@@ -10,7 +10,7 @@ import pytest
 from tests.backends import BACKENDS
 from tests.wrapper_envs import NanEnv
 from vec_envs import DummyVecEnv
-from wrappers import VecCheckNan
+from vec_envs.wrappers import VecCheckNan
 
 N = 4
 INF = float("inf")

@@ -13,7 +13,7 @@ from tests.faulty_envs import DictActionEnv, OutputEnv
 from tests.scripts.test_run_atari import run_script
 from tests.wrapper_envs import FrameEnv
 from vec_envs import DummyVecEnv
-from wrappers import VecCheckNan, VecNormalize, VecNormalizeFileError, VecVideoRecorder
+from vec_envs.wrappers import VecCheckNan, VecNormalize, VecNormalizeFileError, VecVideoRecorder
 
 
 # ------------------------------------------------------- VecNormalize.load

@@ -11,7 +11,7 @@ from tests.backends import BACKENDS
 from tests.envs import DictObsEnv
 from tests.wrapper_envs import DictFrameEnv, FrameEnv
 from vec_envs import DummyVecEnv
-from wrappers import StackedObservations, VecFrameStack
+from vec_envs.wrappers import StackedObservations, VecFrameStack
 
 
 class History:

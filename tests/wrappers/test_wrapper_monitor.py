@@ -13,8 +13,8 @@ from tests.backends import BACKENDS
 from tests.envs import SeededEnv
 from tests.wrapper_envs import FrameEnv
 from vec_envs import DummyVecEnv
-from wrappers import VecMonitor
-from wrappers.vec_monitor import monitor_path
+from vec_envs.wrappers import VecMonitor
+from vec_envs.wrappers.vec_monitor import monitor_path
 
 N = 3
 

@@ -13,7 +13,14 @@ from tests.backends import BACKENDS
 from tests.envs import SeededEnv
 from tests.wrapper_envs import DictFrameEnv, ScriptedEnv
 from vec_envs import DummyVecEnv
-from wrappers import RunningMeanStd, VecFrameStack, VecNormalize, VecNormalizeFileError, running_mean_std, vec_normalize
+from vec_envs.wrappers import (
+    RunningMeanStd,
+    VecFrameStack,
+    VecNormalize,
+    VecNormalizeFileError,
+    running_mean_std,
+    vec_normalize,
+)
 
 N = 3
 REWARDS = [[1.0, -2.0, 0.5, 3.0], [0.0, 4.0, -1.0], [2.5, 2.5, -0.5, 1.0, 0.0]]

@@ -10,7 +10,7 @@ from tests.backends import BACKENDS
 from tests.envs import SeededEnv
 from tests.wrapper_envs import DictFrameEnv, FrameEnv, frame_value
 from vec_envs import DummyVecEnv
-from wrappers import VecExtractDictObs, VecTransposeImage
+from vec_envs.wrappers import VecExtractDictObs, VecTransposeImage
 
 N = 2
 

@@ -9,7 +9,7 @@ import pytest
 from tests.backends import BACKENDS
 from tests.wrapper_envs import FrameEnv
 from vec_envs.errors import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
-from wrappers import VecCheckNan, VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage
+from vec_envs.wrappers import VecCheckNan, VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage
 
 N = 2
 

@@ -13,7 +13,7 @@ from tests.backends import BACKENDS
 from tests.envs import ColorEnv
 from tests.wrapper_envs import FrameEnv
 from vec_envs import DummyVecEnv
-from wrappers import VecVideoRecorder
+from vec_envs.wrappers import VecVideoRecorder
 
 
 def read_video(path):

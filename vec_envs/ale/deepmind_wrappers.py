@@ -7,7 +7,7 @@ emulator, under the chain, so that ``info["episode"]`` holds whole games and raw
     ALE (frameskip=1) -> NoopResetEnv -> MaxAndSkipEnv -> EpisodicLifeEnv
         -> FireResetEnv -> WarpFrame -> ClipRewardEnv
 
-Frame stacking is left to ``wrappers.VecFrameStack``. Nothing here runs at import: ale-py
+Frame stacking is left to ``vec_envs.wrappers.VecFrameStack``. Nothing here runs at import: ale-py
 (which registers the Atari ids) and OpenCV are imported where used, so a spawned worker
 that unpickles an env factory still works.
 """

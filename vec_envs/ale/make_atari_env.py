@@ -101,7 +101,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
         monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
 
     Example:
-        >>> from wrappers import VecFrameStack
+        >>> from vec_envs.wrappers import VecFrameStack
         >>> with VecFrameStack(make_atari_env("Breakout", n_envs=2, seed=0), n_stack=4) as venv:
         ...     venv.reset().shape
         (2, 84, 84, 4)

@@ -27,7 +27,7 @@ from vec_envs import DummyVecEnv
 from vec_envs.cli.args import parse_args
 from vec_envs.extras import install_hint
 from vec_envs.make_vec_env import make_env
-from wrappers import VecNormalize
+from vec_envs.wrappers import VecNormalize
 
 __all__ = ["Args", "main", "npz_to_sb3", "sb3_to_npz"]
 

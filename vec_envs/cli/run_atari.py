@@ -40,7 +40,7 @@ from vec_envs.cli.args import in_series_arg, parse_args, positive_int
 from vec_envs.errors import VecEnvError
 from vec_envs.extras import install_hint
 from vec_envs.rendering.opencv_viewer import check_display
-from wrappers import VecFrameStack, VecVideoRecorder
+from vec_envs.wrappers import VecFrameStack, VecVideoRecorder
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 Policy = Callable[[Any], Any]  # observations of every env (or of a batch) -> one action each

@@ -26,7 +26,7 @@ from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
 from vec_envs.cli.args import parse_args
 from vec_envs.extras import install_hint
 from vec_envs.interop import to_sb3
-from wrappers import VecMonitor, VecNormalize
+from vec_envs.wrappers import VecMonitor, VecNormalize
 
 __all__ = ["Args", "main"]
 

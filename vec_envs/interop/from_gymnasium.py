@@ -209,7 +209,7 @@ def from_gymnasium(vector_env: VectorEnv) -> FromGymnasiumVecEnv:
 
     Example:
         >>> import gymnasium as gym
-        >>> from wrappers import VecNormalize
+        >>> from vec_envs.wrappers import VecNormalize
         >>> venv = VecNormalize(from_gymnasium(gym.make_vec("CartPole-v1", num_envs=2)))
         >>> venv.reset().shape
         (2, 4)

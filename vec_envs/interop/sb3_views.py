@@ -47,7 +47,7 @@ class SB3WrapperView(SB3Forwarding, SB3VecEnvWrapper):
         >>> import gymnasium as gym
         >>> from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
         >>> from vec_envs import DummyVecEnv
-        >>> from wrappers import VecMonitor as OurVecMonitor
+        >>> from vec_envs.wrappers import VecMonitor as OurVecMonitor
         >>> env = sb3_view(OurVecMonitor(DummyVecEnv([lambda: gym.make("CartPole-v1")])))
         >>> is_vecenv_wrapped(env, VecMonitor), env.episode_count
         (True, 0)
@@ -116,7 +116,7 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
         >>> import gymnasium as gym
         >>> from stable_baselines3.common.vec_env import sync_envs_normalization, unwrap_vec_normalize
         >>> from vec_envs import DummyVecEnv
-        >>> from wrappers import VecNormalize
+        >>> from vec_envs.wrappers import VecNormalize
         >>> train, evaluation = (sb3_view(VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")])))
         ...                      for _ in range(2))
         >>> _ = train.reset()
@@ -126,7 +126,7 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
         >>> train.close(); evaluation.close()
     """
 
-    source: Any  # our ``wrappers.VecNormalize`` (vec_envs never imports wrappers, which sits above it)
+    source: Any  # our ``vec_envs.wrappers.VecNormalize`` (vec_envs.wrappers sits above interop, which never imports it)
 
     training = _forwarded("training", "Update the statistics on every step (False: frozen).")
     norm_obs = _forwarded("norm_obs", "Normalize observations.")
@@ -183,12 +183,13 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
         return np.asarray(self.source.get_original_reward())
 
     def save(self, save_path: str | os.PathLike) -> None:
-        """Our ``VecNormalize.save`` (NumPy file, no pickle): ``wrappers.VecNormalize.load`` reads it."""
+        """Our ``VecNormalize.save`` (NumPy file, no pickle): ``vec_envs.wrappers.VecNormalize.load`` reads it."""
         self.source.save(save_path)
 
 
+WRAPPERS_PACKAGE = "vec_envs.wrappers."
 #: our wrapper class's name -> its view; a subclass of ours gets its view (the MRO is searched).
-#: By name: ``wrappers`` sits above ``vec_envs``, which never imports it.
+#: By name: ``vec_envs.wrappers`` sits above interop, which never imports it.
 VIEWS: dict[str, type[SB3WrapperView]] = {
     "VecNormalize": SB3VecNormalizeView,
     "VecMonitor": SB3VecMonitorView,
@@ -202,7 +203,7 @@ VIEWS: dict[str, type[SB3WrapperView]] = {
 def _view_class(venv: VecEnvWrapper) -> type[SB3WrapperView]:
     """The view of ``venv``: that of the first class of ours in its MRO, else a plain one."""
     for cls in type(venv).__mro__:
-        if cls.__module__.partition(".")[0] == "wrappers" and cls.__name__ in VIEWS:
+        if cls.__module__.startswith(WRAPPERS_PACKAGE) and cls.__name__ in VIEWS:
             return VIEWS[cls.__name__]
     return SB3WrapperView
 
@@ -213,7 +214,7 @@ def sb3_view(venv: VecEnvBase) -> VecEnv:
     Example:
         >>> import gymnasium as gym
         >>> from vec_envs import DummyVecEnv
-        >>> from wrappers import VecMonitor, VecNormalize
+        >>> from vec_envs.wrappers import VecMonitor, VecNormalize
         >>> env = sb3_view(VecNormalize(VecMonitor(DummyVecEnv([lambda: gym.make("CartPole-v1")]))))
         >>> [type(layer).__name__ for layer in (env, env.venv, env.venv.venv)]
         ['SB3VecNormalizeView', 'SB3VecMonitorView', 'SB3VecEnv']

@@ -20,7 +20,7 @@ class EpisodeMonitor(gym.Wrapper):
 
     With ``filename``, each episode is also a row of a CSV in SB3's ``monitor.csv`` format
     (a ``#{"t_start": ..., "env_id": ...}`` line, then ``r,l,t``). ``make_vec_env`` puts it
-    under the env's wrappers (``monitor_dir``); ``wrappers.atari.make_atari_env`` puts it
+    under the env's wrappers (``monitor_dir``); ``vec_envs.wrappers.atari.make_atari_env`` puts it
     right on the emulator, where ``r`` is the real game score and ``l`` counts emulator
     frames.
 
