@@ -89,8 +89,8 @@ def numpy_scalar(value: float) -> st.SearchStrategy:
     def make(kind: type) -> object:
         try:
             with np.errstate(all="ignore"):
-                return kind(value) if np.issubdtype(kind, np.inexact) or np.isfinite(value) else kind(0)
-        except (OverflowError, ValueError):
+                return kind(value)
+        except (OverflowError, ValueError, TypeError):  # inf, nan or too big for an int type
             return kind(0)
     return st.sampled_from(NUMPY_SCALAR_TYPES).map(make)
 

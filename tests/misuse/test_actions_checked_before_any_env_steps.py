@@ -101,6 +101,8 @@ def test_box_actions_beyond_their_bounds_reach_the_env_as_sent(make, closing):
                  r"the action space's dtype float32", id="complex-for-box"),
     pytest.param("multi-binary", np.full((N, 3), 2**40), r"value 1099511627776 does not fit dtype int8",
                  id="int-past-int8"),
+    pytest.param("discrete", np.array(0), r"expected a sequence of 3 actions \(one per env\), received ndarray",
+                 id="0-d-array-of-the-spaces-dtype"),
 ])
 def test_an_action_of_a_dtype_the_space_cannot_take_is_refused(make, space, actions, message, closing):
     venv = closing(build(make, space))

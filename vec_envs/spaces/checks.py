@@ -192,7 +192,8 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
 def _as_batch(space: spaces.Space, actions: Any, num_envs: int, method: str, per: str, owner: Owner) -> Any:
     """``actions`` as one array (fixed-size spaces) or a list of checked per-env actions."""
     if type(actions) is np.ndarray and actions.dtype == space.dtype and space.shape is not None \
-            and actions.shape[1:] == space.shape and len(actions) == num_envs:
+            and actions.ndim == len(space.shape) + 1 and actions.shape[1:] == space.shape \
+            and len(actions) == num_envs:
         return actions  # the usual case: one array, as the space wants it
     if isinstance(actions, dict):
         actions = _split_dict_of_batches(space, actions, num_envs, method, per)
