@@ -42,7 +42,8 @@ def build_obs(recipe: tuple, quiet: np.ndarray) -> Any:
     if kind == "value":
         return recipe[1]
     _, values, dtype, layout = recipe
-    arr = np.asarray(values, dtype=dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # the recipe may ask for a value its dtype cannot hold
+        arr = np.asarray(values, dtype=dtype)
     if layout == "F":
         return np.asfortranarray(np.stack([arr, arr]))[0]  # a row of a Fortran array: strided
     if layout == "strided":
