@@ -113,3 +113,18 @@ def test_a_public_example_pasted_into_a_script_runs(tmp_path, name):
                           timeout=90, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), "the example printed nothing: its guarded part did not run"
+
+
+def test_a_script_edited_while_it_runs_is_not_judged_by_its_new_lines(tmp_path):
+    """A long run's script is often edited while it runs: the guard is judged by the lines
+    that run, never by a file whose lines moved (here every line moves 40 lines down, out
+    of the guard's span as the file now has it)."""
+    done = run_script(tmp_path, """
+    if __name__ == "__main__":
+        source = open(__file__).read()
+        open(__file__, "w").write("\\n" * 40 + source)
+        with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, in_series=1, context="forkserver") as venv:
+            print(venv.reset().shape)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(2, 4)"

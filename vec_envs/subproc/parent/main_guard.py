@@ -19,6 +19,7 @@ import functools
 import multiprocessing as mp
 import os
 import sys
+import time
 from types import FrameType
 
 __all__ = ["check_main_guard", "check_may_have_children"]
@@ -34,6 +35,9 @@ workers of their own. Put the code that builds and runs the envs under the guard
 
 or pass context="fork" (Linux only; unsafe once the script runs threads)."""
 
+#: when this module was loaded (with vec_envs, as the script starts): a main script edited
+#: after it no longer holds the lines that run, so its guard cannot be judged from the file
+LOADED_AT = time.time()
 NO_MAIN_FILE = ("SubprocVecEnv cannot start workers with start method {method!r} from this script: its workers "
                 "import the main script again, and it has no file to import ({path!r}: a script piped in with "
                 "`python -`, or deleted since). Save the script to a file and run that, or pass context=\"fork\" "
@@ -74,15 +78,18 @@ def _guarded_lines(path: str, mtime: float) -> tuple[tuple[int, int], ...]:
                  if isinstance(node, ast.If) and _is_main_check(node.test))
 
 
+def _script_file(path: str) -> str:
+    """The main script's file, resolved as multiprocessing resolves it (from where Python started)."""
+    original_dir = getattr(mp.process, "ORIGINAL_DIR", None)
+    return os.path.join(original_dir, path) if not os.path.isabs(path) and original_dir is not None else path
+
+
 def _importable(main: object, path: str) -> bool:
     """Can a spawn or forkserver worker import the main script again (by its module name,
     or from its file, as multiprocessing looks for it)?"""
     if getattr(getattr(main, "__spec__", None), "name", None) is not None:
         return True  # python -m: imported by name
-    original_dir = getattr(mp.process, "ORIGINAL_DIR", None)  # where multiprocessing resolves it from
-    if not os.path.isabs(path) and original_dir is not None:
-        path = os.path.join(original_dir, path)
-    return os.path.isfile(path)
+    return os.path.isfile(_script_file(path))
 
 
 def _main_module_frame(frame: FrameType | None, main_globals: dict) -> FrameType | None:
@@ -112,8 +119,10 @@ def check_main_guard(start_method: str) -> None:
     frame = _main_module_frame(sys._getframe(1), vars(main))
     if frame is None:
         return  # created from an import or a thread: the script's top level is not running it
-    line = frame.f_lineno
-    spans = _guarded_lines(path, os.path.getmtime(path))
+    line, mtime = frame.f_lineno, os.path.getmtime(_script_file(path))
+    if mtime > LOADED_AT:
+        return  # edited since it started (a long run's script is often edited): its lines are not the running code
+    spans = _guarded_lines(path, mtime)
     if not any(first <= line <= last for first, last in spans):
         raise RuntimeError(NO_MAIN_GUARD.format(path=path, line=line, method=start_method,
                                                 name=os.path.basename(path)))
