@@ -1,6 +1,7 @@
 """Small deterministic envs for the tests (module level, so spawned workers can import them)."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -217,3 +218,36 @@ class BadShapeEnv(SeededEnv):
         if self.steps >= self.after:
             obs = np.zeros(2, np.float32)
         return obs, reward, terminated, truncated, info
+
+
+class BatchEnv(gym.Env):
+    """An env that is itself a vectorised simulator: ``n`` SeededEnvs in a VecEnv of
+    ``vec_env`` ("subproc" or "dummy") built in its own process; actions and observations
+    carry a row per inner env, the reward is their sum."""
+
+    def __init__(self, vec_env: str = "subproc", n: int = 2, context=None):
+        from vec_envs import DummyVecEnv, SubprocVecEnv
+
+        fns = [functools.partial(SeededEnv, length=4 + k) for k in range(n)]
+        self.venv = SubprocVecEnv(fns, in_series=1, context=context) if vec_env == "subproc" else DummyVecEnv(fns)
+        self.observation_space = spaces.Box(-1.0, 1.0, (n, 3), np.float32)
+        self.action_space = spaces.MultiDiscrete([3] * n)
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self.venv.seed(seed)
+        return self.venv.reset(), {}
+
+    def step(self, action):
+        obs, rewards, dones, _ = self.venv.step(np.asarray(action))
+        return obs, float(rewards.sum()), False, False, {}
+
+    def pids(self):
+        """This process and the processes it started."""
+        import psutil
+
+        me = psutil.Process()
+        return [me.pid] + [p.pid for p in me.children(recursive=True)]
+
+    def close(self):
+        self.venv.close()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import re
+import sys
 import time
 
 import numpy as np
@@ -111,3 +113,25 @@ def children() -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             pass  # ended while we looked
     return found
+
+
+NOTE = re.compile(r"\(raised by env (\d+) in \w+, method (\w+)\)")
+REMOTE = re.compile(r"^env (\d+) \(worker \d+\) raised in (\w+)\(\): (\w+): (.*)$")
+
+
+def env_failure(error: BaseException) -> tuple[str, str, int | None, str | None]:
+    """What an env's failure says on any backend, as ``(class, first line of the message,
+    env index, method)``: the env's own exception with its note (in-process backends), or
+    the one an ``EnvWorkerError`` carries (worker backends)."""
+    if isinstance(error, EnvWorkerError):
+        first = str(error).split("\n", 1)[0]
+        match = REMOTE.match(first)
+        assert match is not None, f"not an env's failure (a worker died?): {first}"
+        assert (error.env_index, error.method) == (int(match[1]), match[2])
+        return match[3], match[4], error.env_index, error.method
+    first = str(error).split("\n", 1)[0]
+    if sys.version_info < (3, 11):  # no exception notes: the env's exception goes as it is
+        return type(error).__name__, first, None, None
+    match = NOTE.search(" ".join(getattr(error, "__notes__", [])))
+    assert match is not None, f"{type(error).__name__} names no env: {error!r}"
+    return type(error).__name__, first, int(match[1]), match[2]

@@ -60,6 +60,16 @@ class BackendHooks(ABC):
         calls this): by default it is run again."""
         self.close_extras()
 
+    # -------------------------------------------------------------- actions
+    def _action_owner(self, index: int) -> str:
+        """Who acts at env ``index``, as the message of a refused action names it."""
+        return f"env {index}"
+
+    def _ignored_actions(self, env_ids: np.ndarray | None) -> np.ndarray | None:
+        """A bool per action of a step (``env_ids`` None) or a send: True where nobody reads
+        the action, so its range goes unchecked; None when every action is read."""
+        return None
+
     # ----------------------------------------------------------- env access
     @abstractmethod
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:

@@ -27,8 +27,9 @@ __all__ = ["ALLOWED_WHEN_BROKEN", "ALLOWED_WHEN_INTERRUPTED", "TALKS_TO_ENVS", "
 #: reset (close() checks nothing); nothing that steps
 ALLOWED_WHEN_BROKEN = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options",
                                  "get_attr", "set_attr", "env_method", "env_is_wrapped", "get_images", "render"})
-#: what an interrupted VecEnv still accepts: the calls that reset it, and what prepares that reset
-ALLOWED_WHEN_INTERRUPTED = frozenset({"reset", "reset_async", "async_reset", "seed", "set_options"})
+#: what an interrupted VecEnv still accepts: the calls that reset it (reset_wait finishes the reset
+#: reset_async started), and what prepares that reset
+ALLOWED_WHEN_INTERRUPTED = frozenset({"reset", "reset_async", "reset_wait", "async_reset", "seed", "set_options"})
 #: the calls that talk to the envs: an interrupt part-way through one leaves the VecEnv interrupted
 TALKS_TO_ENVS = frozenset({"reset", "step", "step_async", "step_wait", "reset_async", "reset_wait", "async_reset",
                            "recv", "send", "reset_single_env", "get_attr", "set_attr", "env_method",
@@ -37,6 +38,8 @@ TALKS_TO_ENVS = frozenset({"reset", "step", "step_async", "step_wait", "reset_as
 BROKEN = ("{cls}.{method}() refused: env {env} raised in {failed}() ({error}), which left the batch "
           "part-way (which other envs ran depends on the backend); call reset() to start every env afresh, "
           "or close()")
+#: the attribute an env's own exception carries: (env index, method), read by a VecEnv over the one it came from
+ENV_FAILURE_TAG = "_vec_envs_env_failure"
 INTERRUPTED = ("{cls}.{method}() refused: a {error} stopped {failed}() part-way, which may have left envs "
                "part-stepped and answers in flight; call reset() to start every env afresh, or close()")
 
@@ -45,6 +48,7 @@ def env_exception(failure: EnvCallFailed, backend: str) -> BaseException:
     """The env's own exception behind ``failure``, with a note naming the env and the method."""
     cause = failure.__cause__ or failure
     cause.__cause__, cause.__suppress_context__ = None, True  # as ``raise cause from None``
+    setattr(cause, ENV_FAILURE_TAG, (failure.env_index, failure.method))  # a VecEnv over this one knows it too
     if sys.version_info >= (3, 11):  # Python 3.10 has no exception notes: the cause goes as it is
         cause.add_note(f"(raised by env {failure.env_index} in {backend}, method {failure.method})")
     return cause
@@ -96,6 +100,8 @@ class FailureState:
             raise self.error
         if isinstance(exc, EnvWorkerError):
             self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
+        elif getattr(exc, ENV_FAILURE_TAG, None) is not None:  # an env's, through a VecEnv inside this one
+            (self.env_index, self.method), self.error = getattr(exc, ENV_FAILURE_TAG), exc
         raise exc
 
     def interrupt(self, exc: BaseException, method: str) -> None:

@@ -93,8 +93,10 @@ def make_vec_env(
         wrapper_kwargs: keyword arguments of ``wrapper_class``.
 
     Example:
-        >>> with make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls="subproc") as venv:
-        ...     venv.reset().shape
+        >>> from vec_envs import make_vec_env
+        >>> if __name__ == "__main__":  # "subproc" workers import the script again: build under the guard
+        ...     with make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls="subproc") as venv:
+        ...         print(venv.reset().shape)
         (4, 4)
     """
     if not (isinstance(env_id_or_fn, str) or callable(env_id_or_fn)):

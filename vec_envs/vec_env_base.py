@@ -144,7 +144,8 @@ class VecEnvBase(BackendHooks):
     def _start_step(self, actions: Any) -> None:
         """``step_async``: check the call and the actions, start the backend's step."""
         self._check_idle("step_async")
-        actions = check_actions(self.action_space, actions, self.num_envs, "step_async")
+        actions = check_actions(self.action_space, actions, self.num_envs, "step_async", owner=self._action_owner,
+                                ignored=self._ignored_actions(None))
         if self._async.round:  # an async round ran: it is over
             self._async.clear()
         self._step_async(actions)
@@ -226,7 +227,8 @@ class VecEnvBase(BackendHooks):
         ``recv`` and not sent to since (anything else raises ValueError naming them)."""
         self._check_no_lockstep_call("send")
         ids = self._async.check_send(env_ids)
-        actions = check_env_actions(self.action_space, actions, ids, "send")
+        actions = check_env_actions(self.action_space, actions, ids, "send", self._action_owner,
+                                    self._ignored_actions(ids))
         self._async.sent(ids)  # before the hook: a backend may answer some at once (``AsyncEnvs.answered``)
         try:
             self._send(actions, ids)
@@ -333,7 +335,7 @@ class VecEnvBase(BackendHooks):
             >>> venv.close()
         """
         self._check_idle("step_batch")
-        actions = check_actions(self.action_space, actions, self.num_envs, "step_batch")
+        actions = check_actions(self.action_space, actions, self.num_envs, "step_batch", owner=self._action_owner)
         return run_step_batch(self._step_batch, actions, states, dt, return_states, self.num_envs)
 
     def render(self, mode: str = "human") -> np.ndarray | None:

@@ -192,8 +192,10 @@ def test_misuse_errors(closing):
     venv = closing(ALEVecEnv("Breakout", N))
     venv.reset()
     check_lockstep_misuse(venv, N)
-    with pytest.raises(ValueError, match=r"env 1 received action 4, expected an int in \[0, 4\)"):
+    with pytest.raises(ValueError, match=r"step_async\(\): action 4 for env 1 is outside the action space "
+                                         r"Discrete\(4\) \(expected an int from 0 to 3\)"):
         venv.step(np.array([0, 4, 0]))
+    assert venv.step(np.array([0, 3, 0]))[0].shape[0] == N  # refused before the engine saw it: still usable
     with pytest.raises(ValueError, match="render"):
         venv.render(mode="ansi")
     venv.close()

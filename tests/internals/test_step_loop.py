@@ -30,7 +30,10 @@ KINDS = {
     "int reward": lambda t: (_obs(t), 3, False, False, {}),
     "bool reward": lambda t: (_obs(t), True, False, False, {}),
     "0-d reward": lambda t: (_obs(t), np.array(1.5), False, False, {}),
-    "huge reward": lambda t: (_obs(t), 1e300, False, False, {}),
+    "largest float32 reward": lambda t: (_obs(t), 3.4028234e38, False, False, {}),
+    "int64 reward past 2**24": lambda t: (_obs(t), np.int64(2**60 + 2**36 + t), False, False, {}),  # rounds once
+    "int reward past 2**24": lambda t: (_obs(t), 2**60 + 2**36 + t, False, False, {}),
+    "numpy bool reward": lambda t: (_obs(t), np.True_, False, False, {}),
     "info": lambda t: (_obs(t), 1.0, False, False, {"t": t}),
     "terminated": lambda t: (_obs(t), 1.0, True, False, {}),
     "truncated": lambda t: (_obs(t), 1.0, False, True, {"why": "time"}),
@@ -111,7 +114,6 @@ def _same(a, b) -> None:
 pytestmark = pytest.mark.skipif(env_slice._step_kernel is None, reason="the C step loop is not built or is off")
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal rows", "terminal in infos"])
 def test_every_kind_of_result_is_stored_as_the_python_loop_stores_it(terminal, monkeypatch):
     kinds = list(KINDS)
@@ -148,7 +150,6 @@ def _run_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch) -
         return trace
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 def test_step_run_reports_each_env_with_nothing_to_say_and_keeps_the_others_as_the_python_loop_does(
         monkeypatch):
     kinds = list(KINDS)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mpe2 import simple_spread_v3
 
-from tests.multiagent.parallel_envs import MixedSpaces, Relay
+from tests.multiagent.parallel_envs import Latecomer, MixedSpaces, Relay
 from vec_envs.errors import EnvWorkerError
 from vec_envs.multiagent import make_multiagent_vec_env
 
@@ -74,3 +74,28 @@ def test_reset_single_env_explains_that_agents_reset_together() -> None:
 def test_bad_backend_name_is_refused() -> None:
     with pytest.raises(ValueError, match="vec_env_cls='threads' is not a backend name"):
         make_multiagent_vec_env(functools.partial(Relay), 1, vec_env_cls="threads")
+
+
+@pytest.mark.parametrize("backend", ["dummy", "subproc"])
+def test_rows_out_of_play_take_any_placeholder_action(backend) -> None:
+    """API.md: actions of rows out of play are ignored, so a -1 placeholder there passes,
+    while an active row's action out of range is still refused, naming the row."""
+    with make_multiagent_vec_env(Latecomer, 2, vec_env_cls=backend) as venv:
+        venv.reset()
+        assert venv.active.tolist() == [True, True, False] * 2  # blue joins at step 2
+        actions = np.where(venv.active, 1, -1)
+        venv.step(actions)
+        with pytest.raises(ValueError, match=r"step_async\(\): action -1 for row 0 \(env 0, agent 'red'\) is "
+                                             r"outside the action space Discrete\(3\)"):
+            venv.step(np.where(venv.active, -1, 0))
+        venv.step(np.where(venv.active, 2, 7))  # refused before anything stepped: blue joins now
+        assert venv.active[[2, 5]].tolist() == [True, True]
+
+
+def test_sent_rows_out_of_play_take_any_placeholder_action() -> None:
+    with make_multiagent_vec_env(Latecomer, 2, vec_env_kwargs={"batch_size": 1}) as venv:
+        venv.async_reset()
+        rows = venv.recv()[4]
+        assert venv.active[rows].tolist() == [True, True, False]
+        venv.send(np.array([0, 1, -5]), rows)
+        assert len(venv.recv()[4]) == 3

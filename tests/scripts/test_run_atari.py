@@ -163,29 +163,32 @@ def test_render_shows_one_game_tile_per_env_in_one_window():
 
 # ------------------------------------------------------------------ bad arguments
 BAD_ARGUMENTS = [
-    pytest.param(["--env-id", "Brekout"],
-                 "--env-id: unknown Atari game 'Brekout' (did you mean 'Breakout'?); expected a game "
-                 "name such as 'Breakout'", id="unknown-env-id"),
     pytest.param(["--num-envs", "0"], "argument --num-envs: expected a positive int, received '0'",
                  id="num-envs-0"),
-    pytest.param(["--video", "/dev/null/videos"], "--video '/dev/null/videos' is not a writable directory",
-                 id="unwritable-video-dir"),
-    pytest.param(["--monitor-dir", "/dev/null/mon"], "--monitor-dir '/dev/null/mon' is not a writable directory",
-                 id="unwritable-monitor-dir"),
-    pytest.param(["--policy", "no_such_module:act"], "--policy: cannot import module 'no_such_module'",
-                 id="policy-not-found"),
     pytest.param(["--policy", "json"], "--policy expects MODULE:CALLABLE", id="policy-without-callable"),
     pytest.param(["--in-series", "zero"], "argument --in-series: expected a positive int, received 'zero'",
                  id="in-series"),
     pytest.param(["--backend", "threads"], "argument --backend: invalid choice: 'threads'", id="backend"),
     pytest.param(["--sticky-actions", "2"], "--sticky-actions must be in [0, 1], received 2.0", id="sticky"),
 ]
+BAD_SETUPS = [
+    pytest.param(["--env-id", "Brekout"],
+                 "--env-id: unknown Atari game 'Brekout' (did you mean 'Breakout'?); expected a game "
+                 "name such as 'Breakout'", id="unknown-env-id"),
+    pytest.param(["--video", "/dev/null/videos"], "--video '/dev/null/videos' is not a writable directory",
+                 id="unwritable-video-dir"),
+    pytest.param(["--monitor-dir", "/dev/null/mon"], "--monitor-dir '/dev/null/mon' is not a writable directory",
+                 id="unwritable-monitor-dir"),
+    pytest.param(["--policy", "no_such_module:act"], "--policy: cannot import module 'no_such_module'",
+                 id="policy-not-found"),
+]
 
 
-@pytest.mark.parametrize("args, message", BAD_ARGUMENTS)
-def test_bad_argument_is_one_clear_line_and_exit_2(args, message):
+@pytest.mark.parametrize("code, args, message", [pytest.param(2, *p.values, id=p.id) for p in BAD_ARGUMENTS]
+                         + [pytest.param(1, *p.values, id=p.id) for p in BAD_SETUPS])
+def test_bad_argument_exits_2_and_a_bad_setup_1_each_with_one_clear_line(code, args, message):
     proc = run_script(*args)
-    assert proc.returncode == 2
+    assert proc.returncode == code
     lines = error_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("run_atari.py: error: "), lines[0]
@@ -200,13 +203,13 @@ def test_unwritable_video_dir_when_not_root(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     proc = run_script("--video", str(locked))
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert "is not a writable directory" in proc.stderr
 
 
 def test_render_without_display_is_one_clear_line():
     proc = run_script("--render", env=script_env(DISPLAY=None, WAYLAND_DISPLAY=None))
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert error_lines(proc.stderr) == [
         "run_atari.py: error: --render: render(mode='human') needs a display, but DISPLAY is not set; "
         "run under a virtual display (xvfb-run -a python scripts/run_atari.py --render) or record with "
@@ -219,7 +222,7 @@ def test_ray_backend_without_ray_is_one_clear_line(tmp_path):
     (stub / "__init__.py").write_text("raise ImportError('No module named ray (hidden by the test)')\n")
     env = script_env(PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
     proc = run_script("--backend", "ray", env=env)
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     lines = error_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("run_atari.py: error: --backend ray: "), proc.stderr

@@ -45,5 +45,5 @@ def test_without_sb3_it_says_which_extra_to_install(tmp_path):
     (stub / "__init__.py").write_text("raise ImportError('No module named stable_baselines3 (hidden)')\n")
     done = run("--total-timesteps", "64", pythonpath=os.pathsep.join([str(tmp_path), REPO]))
     assert done.returncode == 1
-    assert done.stderr == ('train_ppo.py needs Stable-Baselines3: pip install -e ".[sb3]" (from a checkout) or '
+    assert done.stderr == ('train_ppo.py: error: needs Stable-Baselines3: pip install -e ".[sb3]" (from a checkout) or '
                            'pip install "vec_envs[sb3]"\n')

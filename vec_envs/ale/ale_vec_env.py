@@ -43,8 +43,6 @@ WHOLE_BATCHES = ("ALEVecEnv.{method}(): this ALEVecEnv was built with batch_size
 SEND_WHOLE_BATCH = ("ALEVecEnv.send(): ale-py's engine steps whole batches: send one action for each env "
                     "of the last recv(), env_ids {expected} (in any order); received env_ids {received}. "
                     "For per-env sends use " + ALTERNATIVE)
-BAD_ACTION = ("ALEVecEnv.{method}(): env {env} received action {action}, expected an int in "
-              "[0, {n}) for action space {space}")
 ENV_METADATA = {"render_modes": ["rgb_array"], "render_fps": 30}  # as ale-py's AtariEnv (which adds "human")
 SEED_RANGE = 2**31  # the engine takes C ints; -1 keeps an env's own random stream
 
@@ -151,8 +149,7 @@ class ALEVecEnv(VecEnvBase):
         self._init_batching(int(num_envs))
         self._engine = self._build_engine()
         observation_space = spaces.Box(0, 255, self.options.observation_shape, np.uint8)
-        self._n_actions = len(self._engine.get_action_set())
-        action_space = spaces.Discrete(self._n_actions)
+        action_space = spaces.Discrete(len(self._engine.get_action_set()))
         super().__init__(int(num_envs), observation_space, action_space, batch_size)
         self.tracker = EpisodeTracker(self.num_envs, self.options.clip_rewards)
         self._frames: list[tuple[np.ndarray, int] | None] = [None] * self.num_envs
@@ -187,7 +184,6 @@ class ALEVecEnv(VecEnvBase):
 
     def _step_async(self, actions: Any) -> None:
         self._check_ordered("step_async")
-        self._check_action_values(actions, "step_async")
         self._engine.send(actions, self._paddles)
         self._in_engine, self._awaiting = self.num_envs, None
 
@@ -236,7 +232,6 @@ class ALEVecEnv(VecEnvBase):
             raise _not_the_batch(None, env_ids)
         if len(env_ids) != len(expected) or not (env_ids == expected).all():
             actions = self._in_batch_order(actions, env_ids, expected)
-        self._check_action_values(actions, "send", expected)
         self._engine.send(actions, self._paddles)
         self._in_engine += len(expected)
         self._awaiting = None
@@ -324,17 +319,6 @@ class ALEVecEnv(VecEnvBase):
         if not self._ordered:
             raise EngineLimitError(WHOLE_BATCHES.format(method=method, batch_size=self.batch_size,
                                                         num_envs=self.num_envs))
-
-    def _check_action_values(self, actions: np.ndarray, method: str, env_ids: np.ndarray | None = None) -> None:
-        n = self._n_actions
-        if 0 <= actions.min() and actions.max() < n:
-            return
-        bad = np.flatnonzero((actions < 0) | (actions >= n))
-        if len(bad):
-            row = int(bad[0])
-            env = row if env_ids is None else int(env_ids[row])
-            raise ValueError(BAD_ACTION.format(method=method, env=env, action=actions[row], n=n,
-                                               space=self.action_space))
 
     # ---------------------------------------------------- what it cannot do
     def set_options(self, options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None) -> None:

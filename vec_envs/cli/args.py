@@ -18,6 +18,11 @@ command line and returns an instance. How a field becomes an option:
 stderr, ``PROG: error: MESSAGE (see --help)``, and exit status 2; so is a ``ValueError``
 that the dataclass raises (checks across fields belong in its ``__post_init__``).
 
+``run_command`` runs a command's body with the other exit statuses every command shares:
+a ``CommandError`` (a missing or bad file, an unknown env id, an unwritable path, a
+missing extra) is one line on stderr, ``PROG: error: MESSAGE``, and exit status 1; Ctrl-C
+is one line, ``PROG: interrupted`` and what was done so far, and exit status 130.
+
 Example:
     >>> from dataclasses import dataclass, field
     >>> @dataclass
@@ -36,16 +41,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import os
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union
 
-__all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_USAGE", "positive_int",
-           "in_series_arg"]
+__all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_OK", "EXIT_FAILED",
+           "EXIT_USAGE", "EXIT_INTERRUPTED", "positive_int", "in_series_arg", "CommandError", "run_command",
+           "require_extra", "check_env_id", "check_readable_file", "check_writable_file", "check_writable_dir"]
 
 T = TypeVar("T")
-EXIT_USAGE = 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _SCALARS: dict[Any, Callable[[str], Any]] = {int: int, float: float, str: str}
 
 
@@ -212,3 +221,87 @@ def parse_subcommands(commands: Mapping[str, type[Any]], argv: Sequence[str] | N
     name = namespace._command
     del namespace._command
     return name, _instance(commands[name], namespace, subs[name])
+
+
+class CommandError(Exception):
+    """A failure the user can fix that is no bad command line (a missing or bad file, an
+    unknown env id, an unwritable path, a missing extra): one line on stderr, exit status 1."""
+
+
+def prog_name() -> str:
+    """The command's name as argparse writes it: ``convert_vecnormalize.py`` or ``vec-envs-...``."""
+    return os.path.basename(sys.argv[0]) or "vec_envs"
+
+
+def run_command(body: Callable[[], int], done_so_far: Callable[[], str] | None = None) -> int:
+    """``body()``'s exit status; a ``CommandError`` is one line and status 1, Ctrl-C one line
+    (with ``done_so_far()``, if given) and status 130.
+
+    Example:
+        >>> def body() -> int:
+        ...     raise CommandError("model.zip: no such file")
+        >>> run_command(body)
+        1
+    """
+    try:
+        return body()
+    except CommandError as exc:
+        print(f"{prog_name()}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        so_far = f": {done_so_far()}" if done_so_far is not None else ""
+        print(f"{prog_name()}: interrupted{so_far}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Raise ``CommandError`` naming the pip command when ``module`` (of the extra ``extra``) is missing."""
+    from vec_envs.extras import install_hint
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise CommandError(f"needs {what}: {install_hint(extra)}") from None
+
+
+def check_env_id(env_id: str, option: str = "--env-id") -> None:
+    """Raise ``CommandError`` when gymnasium has no env registered as ``env_id``."""
+    import gymnasium as gym
+
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        raise CommandError(f"{option} {env_id!r}: {exc} (gymnasium.pprint_registry() lists the ids)") from None
+
+
+def check_readable_file(path: str, what: str) -> None:
+    """Raise ``CommandError`` when ``path`` is no file this process can read."""
+    if not os.path.isfile(path):
+        reason = "is a directory" if os.path.isdir(path) else "no such file"
+        raise CommandError(f"{what} {path!r}: {reason}")
+    if not os.access(path, os.R_OK):
+        raise CommandError(f"{what} {path!r}: not readable (permission denied)")
+
+
+def check_writable_file(path: str, what: str) -> None:
+    """Raise ``CommandError`` when ``path`` cannot be written (a directory, or in a folder
+    that is missing or not writable)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CommandError(f"{what} {path!r} is a directory; expected a file name")
+    if not os.path.isdir(folder):
+        raise CommandError(f"{what} {path!r}: its folder {folder!r} does not exist; create it first")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CommandError(f"{what} {path!r}: not writable (permission denied)")
+
+
+def check_writable_dir(path: str, what: str) -> None:
+    """Create the folder ``path`` if needed; raise ``CommandError`` when no file can be written there."""
+    import tempfile
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise CommandError(f"{what} {path!r} is not a writable folder ({exc.strerror or exc})") from None

@@ -16,7 +16,6 @@ Stable-Baselines3 (the ``sb3`` extra).
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,12 +23,20 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from vec_envs import DummyVecEnv
-from vec_envs.cli.args import parse_args
-from vec_envs.extras import install_hint
+from vec_envs.cli.args import (
+    CommandError,
+    check_env_id,
+    check_readable_file,
+    check_writable_file,
+    parse_args,
+    require_extra,
+    run_command,
+)
 from vec_envs.make_vec_env import make_env
 from vec_envs.wrappers import VecNormalize
+from vec_envs.wrappers.vec_normalize import VecNormalizeFileError
 
-__all__ = ["Args", "main", "npz_to_sb3", "sb3_to_npz"]
+__all__ = ["Args", "convert", "main", "npz_to_sb3", "sb3_to_npz"]
 
 UNPICKLE_WARNING = ("note: reading {path} unpickles it; a pickle can run any code, so convert only "
                     "SB3 files you trust")
@@ -99,16 +106,30 @@ class Args:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Convert; returns the exit status (1: Stable-Baselines3 is not installed)."""
+    """Convert; returns the exit status (2: a bad command line; 1: a missing or bad file, an
+    unknown env id, an unwritable target, Stable-Baselines3 not installed; 130: Ctrl-C)."""
     description = f"{Args.__doc__}\n\nReading an SB3 file unpickles it: convert only files you trust."
     args = parse_args(Args, argv, description)
+    return run_command(lambda: convert(args))
+
+
+def convert(args: Args) -> int:
+    """Check every file and name before reading any, then convert (raises ``CommandError``)."""
+    require_extra("stable_baselines3", "sb3", "Stable-Baselines3")
+    check_env_id(args.env_id)
+    check_readable_file(args.source, "source")
+    check_writable_file(args.target, "target")
+    to_sb3 = args.direction == "to-sb3"
     try:
-        import stable_baselines3  # noqa: F401
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])} needs Stable-Baselines3: {install_hint('sb3')}", file=sys.stderr)
-        return 1
-    convert = npz_to_sb3 if args.direction == "to-sb3" else sb3_to_npz
-    convert(args.source, args.target, args.env_id)
+        (npz_to_sb3 if to_sb3 else sb3_to_npz)(args.source, args.target, args.env_id)
+    except OSError as exc:
+        raise CommandError(f"{exc.filename or args.target!r}: {exc.strerror or exc}") from None
+    except VecNormalizeFileError as exc:
+        raise CommandError(str(exc)) from None
+    except Exception as exc:  # whatever a bad file makes the reader raise, one line naming it
+        kind = "vec_envs VecNormalize statistics (.npz)" if to_sb3 else "an SB3 VecNormalize pickle"
+        raise CommandError(f"source {args.source!r} cannot be read as {kind} for {args.env_id}: "
+                           f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
     print(f"wrote {args.target}")
     return 0
 

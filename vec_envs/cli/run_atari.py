@@ -14,8 +14,10 @@ all lives of a game).
     python scripts/run_atari.py --policy my_agent:act         # my_agent.py in the current dir
     python scripts/run_atari.py --backend ale                 # ale-py's C++ engine (ALEVecEnv)
 
-Exit codes: 0 done, 2 bad arguments (one line on stderr), 130 interrupted (Ctrl-C; the
-summary so far is printed and the workers and video files are closed).
+Exit codes: 0 done; 2 a bad command line (one line on stderr); 1 a setup the command
+cannot run with: an unknown game, an unwritable folder, a policy that does not import, a
+missing extra or display (one line on stderr); 130 interrupted (Ctrl-C; the summary so
+far is printed and the workers and video files are closed).
 """
 from __future__ import annotations
 
@@ -36,20 +38,29 @@ from tqdm import tqdm
 import vec_envs
 from vec_envs import VecEnvBase
 from vec_envs.ale import make_atari_env, resolve_game
-from vec_envs.cli.args import in_series_arg, parse_args, positive_int
+from vec_envs.cli.args import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    in_series_arg,
+    parse_args,
+    positive_int,
+)
 from vec_envs.errors import VecEnvError
 from vec_envs.extras import install_hint
 from vec_envs.rendering.opencv_viewer import check_display
 from vec_envs.wrappers import VecFrameStack, VecVideoRecorder
 
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 Policy = Callable[[Any], Any]  # observations of every env (or of a batch) -> one action each
 
 __all__ = ["Args", "main"]
 
 
 class UsageError(Exception):
-    """A bad argument or setup problem: one line on stderr, exit code 2."""
+    """A bad command line (values that do not fit together): one line on stderr, exit code 2.
+    A setup the command cannot run with is a ``CommandError``: one line, exit code 1."""
 
 
 @dataclass
@@ -95,7 +106,7 @@ def check_writable_dir(path: str, option: str) -> None:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        raise UsageError(f"{option} {path!r} is not a writable directory ({exc.strerror or exc})") from None
+        raise CommandError(f"{option} {path!r} is not a writable directory ({exc.strerror or exc})") from None
 
 
 def load_policy(spec: str) -> Policy:
@@ -106,12 +117,12 @@ def load_policy(spec: str) -> Policy:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(f"--policy: cannot import module {module_name!r}: {exc}") from None
+        raise CommandError(f"--policy: cannot import module {module_name!r}: {exc}") from None
     finally:
         sys.path.pop(0)
     policy = getattr(module, attr, None)
     if not callable(policy):
-        raise UsageError(f"--policy: {module_name} has no callable {attr!r}")
+        raise CommandError(f"--policy: {module_name} has no callable {attr!r}")
     return policy
 
 
@@ -130,8 +141,8 @@ def check_args(args: Args) -> str:
         raise UsageError(f"--sticky-actions must be in [0, 1], received {args.sticky_actions}")
     try:
         env_id = resolve_game(args.env_id).env_id
-    except (ImportError, ValueError) as exc:
-        raise UsageError(f"--env-id: {exc}") from None
+    except (ImportError, ValueError) as exc:  # ale-py missing; an unknown game
+        raise CommandError(f"--env-id: {exc}") from None
     backend_class(args.backend)
     if args.batch_size is not None:
         check_batch_size(args, args.batch_size)
@@ -140,14 +151,14 @@ def check_args(args: Args) -> str:
             check_display()
         except VecEnvError as exc:
             reason = str(exc).split(". Use ")[0]
-            raise UsageError(f"--render: {reason}; run under a virtual display (xvfb-run -a python "
+            raise CommandError(f"--render: {reason}; run under a virtual display (xvfb-run -a python "
                              f"scripts/run_atari.py --render) or record with --video DIR instead") from None
     if args.video is not None:
         try:
             import imageio  # noqa: F401
             import imageio_ffmpeg  # noqa: F401
         except ImportError:
-            raise UsageError(f"--video needs imageio and imageio-ffmpeg: {install_hint('video')}") from None
+            raise CommandError(f"--video needs imageio and imageio-ffmpeg: {install_hint('video')}") from None
         check_writable_dir(args.video, "--video")
     if args.monitor_dir is not None:
         check_writable_dir(args.monitor_dir, "--monitor-dir")
@@ -175,7 +186,9 @@ def make_venv(args: Args, env_id: str) -> VecEnvBase:
         venv = make_atari_env(env_id, args.num_envs, seed=args.seed, vec_env_cls=backend_class(args.backend),
                               vec_env_kwargs=vec_env_kwargs, env_kwargs=env_kwargs,
                               monitor_dir=args.monitor_dir)
-    except (ImportError, ValueError) as exc:  # RayVecEnv without ray; ALEVecEnv with --monitor-dir
+    except ImportError as exc:  # RayVecEnv without ray
+        raise CommandError(f"--backend {args.backend}: {exc}") from None
+    except ValueError as exc:  # ALEVecEnv with --monitor-dir
         raise UsageError(f"--backend {args.backend}: {exc}") from None
     if args.frame_stack > 1 and args.backend != "ale":  # ALEVecEnv stacks in C++
         venv = VecFrameStack(venv, n_stack=args.frame_stack)
@@ -297,10 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stats = Stats()
         loop = run if args.batch_size is None else run_async
         loop(venv, policy or random_policy(venv, args.seed), args, stats)
-    except UsageError as exc:
+    except (UsageError, CommandError) as exc:
         print(f"{prog()}: error: {exc}", file=sys.stderr)
         close_quietly(venv)
-        return EXIT_USAGE
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
     except KeyboardInterrupt:
         interrupted = True
     stats.t_end = time.perf_counter()

@@ -14,22 +14,23 @@ actions, SB3's ``VecMonitor``).
 from __future__ import annotations
 
 import functools
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from vec_envs.cli.args import parse_args
-from vec_envs.extras import install_hint
+from vec_envs.cli.args import parse_args, require_extra, run_command
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
+
+__all__ = ["Args", "main", "train_and_evaluate"]
 
 
 @dataclass
 class Args:
+    """Train one shared PPO policy on every agent of PettingZoo's simple_spread_v3 (mpe2)."""
+
     num_envs: int = field(default=8, metadata={"help": "copies of simple_spread_v3 (each gives 3 agent rows)"})
     backend: str = field(default="subproc", metadata={"help": "vec_envs backend", "choices": ("dummy", "subproc")})
     total_timesteps: int = field(default=300_000, metadata={"help": "agent-steps of training, over all rows"})
@@ -92,22 +93,30 @@ def mean_return(model: Any, args: Args, seed: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(Args, argv)
-    try:
-        import torch
-        from stable_baselines3 import PPO
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])} needs Stable-Baselines3: {install_hint('sb3')}", file=sys.stderr)
-        return 1
+    """Train and evaluate; returns the exit status (2: a bad command line; 1: the multiagent
+    or sb3 extra not installed; 130: Ctrl-C)."""
+    args = parse_args(Args, argv, __doc__.split("\n\n")[0])
+    start = time.perf_counter()
+    return run_command(lambda: train_and_evaluate(args),
+                       lambda: f"after {time.perf_counter() - start:.1f} s; the envs are closed")
+
+
+def train_and_evaluate(args: Args) -> int:
+    """Train one shared policy and print the mean return before and after (raises ``CommandError``)."""
+    require_extra("mpe2", "multiagent", "PettingZoo's mpe2 (simple_spread_v3)")
+    require_extra("stable_baselines3", "sb3", "Stable-Baselines3")
+    import torch
+    from stable_baselines3 import PPO
+
     torch.set_num_threads(1)  # a small MLP: more threads only contend with the env workers
     env = make_venv(args, args.backend, args.num_envs)
-    env.seed(args.seed)
-    model = PPO("MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
-                learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
-                ent_coef=args.ent_coef, seed=args.seed, device="cpu")
-    before = mean_return(model, args, args.seed + 10_000)
-    start = time.perf_counter()
-    try:
+    try:  # closed whatever happens, Ctrl-C included
+        env.seed(args.seed)
+        model = PPO("MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
+                    learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
+                    ent_coef=args.ent_coef, seed=args.seed, device="cpu")
+        before = mean_return(model, args, args.seed + 10_000)
+        start = time.perf_counter()
         callback = progress_callback(args.total_timesteps) if args.progress_bar else None
         model.learn(args.total_timesteps, callback=callback)
     finally:

@@ -13,7 +13,6 @@ VecNormalize statistics: ``<output>/model.zip`` and ``<output>/vecnormalize.npz`
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +22,11 @@ import gymnasium as gym
 import numpy as np
 
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
-from vec_envs.cli.args import parse_args
-from vec_envs.extras import install_hint
+from vec_envs.cli.args import check_env_id, check_writable_dir, parse_args, require_extra, run_command
 from vec_envs.interop import to_sb3
 from vec_envs.wrappers import VecMonitor, VecNormalize
 
-__all__ = ["Args", "main"]
+__all__ = ["Args", "main", "train_and_evaluate"]
 
 
 @dataclass
@@ -111,13 +109,13 @@ def train(args: Args) -> Any:
     torch.set_num_threads(1)  # a small MLP: more threads only contend with the env workers
     venv = VecNormalize(VecMonitor(SubprocVecEnv([make_env(args.env_id)] * args.num_envs)),
                         gamma=args.gamma)
-    venv.seed(args.seed)
-    model = PPO("MlpPolicy", to_sb3(venv), n_steps=args.n_steps, batch_size=args.batch_size,
-                n_epochs=args.n_epochs, learning_rate=linear(args.learning_rate),
-                clip_range=linear(args.clip_range), gamma=args.gamma, gae_lambda=args.gae_lambda,
-                ent_coef=0.0, seed=args.seed, device="cpu")
-    callback = progress_callback(args.total_timesteps) if args.progress_bar else None
-    try:
+    try:  # closed whatever happens, Ctrl-C included
+        venv.seed(args.seed)
+        model = PPO("MlpPolicy", to_sb3(venv), n_steps=args.n_steps, batch_size=args.batch_size,
+                    n_epochs=args.n_epochs, learning_rate=linear(args.learning_rate),
+                    clip_range=linear(args.clip_range), gamma=args.gamma, gae_lambda=args.gae_lambda,
+                    ent_coef=0.0, seed=args.seed, device="cpu")
+        callback = progress_callback(args.total_timesteps) if args.progress_bar else None
         model.learn(args.total_timesteps, callback=callback)
     finally:
         venv.close()
@@ -128,13 +126,25 @@ def train(args: Args) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Train, evaluate and save; returns the exit status (1: Stable-Baselines3 is not installed)."""
+    """Train, evaluate and save; returns the exit status (2: a bad command line; 1: an unknown
+    env id, an unwritable output folder, Stable-Baselines3 not installed; 130: Ctrl-C)."""
     args = parse_args(Args, argv, __doc__.split("\n\n")[0])
-    try:
-        import stable_baselines3  # noqa: F401
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])} needs Stable-Baselines3: {install_hint('sb3')}", file=sys.stderr)
-        return 1
+    start = time.time()
+
+    def so_far() -> str:
+        stats = os.path.join(args.output, "vecnormalize.npz")
+        saved = os.path.isfile(stats) and os.path.getmtime(stats) >= start
+        return (f"after {time.time() - start:.1f} s; the envs are closed; "
+                + (f"saved to {args.output}/" if saved else "nothing saved"))
+
+    return run_command(lambda: train_and_evaluate(args), so_far)
+
+
+def train_and_evaluate(args: Args) -> int:
+    """Check the setup, train, evaluate and save (raises ``CommandError``)."""
+    require_extra("stable_baselines3", "sb3", "Stable-Baselines3")
+    check_env_id(args.env_id)
+    check_writable_dir(args.output, "--output")
     start = time.perf_counter()
     model = train(args)
     wall = time.perf_counter() - start

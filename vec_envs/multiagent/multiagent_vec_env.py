@@ -9,6 +9,7 @@ from gymnasium import spaces
 
 from vec_envs.multiagent.agent_rows import AgentRows, RowBatch, first_infos
 from vec_envs.multiagent.parallel_env_adapter import ACTIVE
+from vec_envs.spaces.checks import with_placeholders
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -16,8 +17,6 @@ __all__ = ["MultiAgentVecEnv"]
 
 NO_SINGLE_RESET = ("MultiAgentVecEnv.reset_single_env(): row {index} is agent {agent!r} of env {env}, whose "
                    "agents reset together, on their own when none is left; call reset() to reset every env")
-OUT_OF_SPACE = ("{method}(): action {value} for row {row} (env {env}, agent {agent!r}) is outside the "
-                "action space {space}")
 
 
 class MultiAgentVecEnv(VecEnvBase):
@@ -56,7 +55,6 @@ class MultiAgentVecEnv(VecEnvBase):
         self.row_agents = self.layout.row_agents
         self.active = np.ones(count, np.bool_)
         self._packed_actions = (self.layout.n_agents, *(action_space.shape or ()))
-        self._bounds = _action_bounds(action_space)
 
     # ----------------------------------------------------------------- hooks
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
@@ -84,9 +82,22 @@ class MultiAgentVecEnv(VecEnvBase):
         raise ValueError(f"{method}(): expected {expected} actions, one per row (env-major: env e, agent a "
                          f"is row e * {self.layout.n_agents} + a, agents {self.agents}), received {len(actions)}")
 
+    def _action_owner(self, index: int) -> str:
+        env, agent = self.row_agents[index]
+        return f"row {index} (env {env}, agent {agent!r})"
+
+    def _ignored_actions(self, env_ids: np.ndarray | None) -> np.ndarray | None:
+        """The rows out of play: their actions are ignored, so any value passes."""
+        active = self.active if env_ids is None else self.active[env_ids]
+        return None if active.all() else ~active
+
     def _step_async(self, actions: np.ndarray) -> None:
-        self._check_bounds(actions, "step_async", None)
+        actions = self._in_range(actions, ~self.active)
         self.venv.step_async(actions.reshape(self.n_envs, *self._packed_actions))
+
+    def _in_range(self, actions: np.ndarray, ignored: np.ndarray) -> np.ndarray:
+        """``actions`` with those of rows out of play in range, for the backend's check."""
+        return with_placeholders(self.action_space, actions, ignored) if ignored.any() else actions
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
         packed, _, env_dones, env_infos = self.venv.step_wait(timeout)
@@ -118,24 +129,8 @@ class MultiAgentVecEnv(VecEnvBase):
 
     def _send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
         envs, order = self.layout.envs_of(env_ids, "send")
-        actions = actions[order]
-        self._check_bounds(actions, "send", env_ids[order])
+        actions = self._in_range(actions[order], ~self.active[env_ids[order]])
         self.venv.send(actions.reshape(len(envs), *self._packed_actions), envs)
-
-    def _check_bounds(self, actions: np.ndarray, method: str, rows: np.ndarray | None) -> None:
-        """ValueError naming the first row (env and agent) whose discrete action is out of range."""
-        if self._bounds is None or not actions.size:
-            return
-        low, high = self._bounds
-        if isinstance(low, int) and isinstance(high, int) and low <= actions.min() and actions.max() <= high:
-            return  # Discrete: the usual case, in two reductions
-        bad = ((actions < low) | (actions > high)).reshape(len(actions), -1).any(axis=1)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            row = j if rows is None else int(rows[j])
-            env, agent = self.row_agents[row]
-            raise ValueError(OUT_OF_SPACE.format(method=method, value=actions[j].tolist(), row=row, env=env,
-                                                 agent=agent, space=self.action_space))
 
     # ------------------------------------------------------- per env
     def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
@@ -179,11 +174,3 @@ class MultiAgentVecEnv(VecEnvBase):
     def __repr__(self) -> str:
         return f"MultiAgentVecEnv(n_envs={self.n_envs}, agents={self.agents}, {self.venv!r})"
 
-
-def _action_bounds(space: spaces.Space) -> tuple[Any, Any] | None:
-    """The inclusive range of a Discrete (ints) / MultiDiscrete (arrays) action; None for other spaces."""
-    if isinstance(space, spaces.Discrete):
-        return int(space.start), int(space.start + space.n - 1)
-    if isinstance(space, spaces.MultiDiscrete):
-        return np.asarray(space.start), np.asarray(space.start + space.nvec - 1)
-    return None

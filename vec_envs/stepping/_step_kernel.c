@@ -196,7 +196,9 @@ static int store_reward(Rows *r, PyObject *reward, Py_ssize_t k)
         return 0;
     }
     if (isfinite(value) && fabs(value) > FLT_MAX)
-        return 0; /* NumPy's cast warns: leave it to it */
+        return 0; /* no float32 holds it: Python refuses it */
+    if (!PyFloat_Check(reward) && !PyLong_Check(reward) && fabs(value) > 16777216.0)
+        return 0; /* a NumPy int past 2**24: through a double it could round twice, NumPy rounds once */
     ((float *)r->rewards.buf)[k] = (float)value;
     return 1;
 }

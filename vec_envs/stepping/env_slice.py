@@ -196,7 +196,7 @@ class EnvSlice:
         index = self.first_index + k
         obs, info = self._call(k, "reset", lambda: check_reset_result(result, index))
         self._call(k, "reset", lambda: self._write(k, obs, "reset"))
-        self.reset_infos[k] = dict(info)
+        self.reset_infos[k] = self._call(k, "reset", lambda: dict(info))
 
     def reset(self, seeds: Sequence[int | None] | None = None,
               options: Sequence[dict | None] | None = None) -> list[Info]:
@@ -287,15 +287,15 @@ class EnvSlice:
         index = self.first_index + k
         if error is not None:
             raise EnvCallFailed(index, "step") from error
-        try:
+        try:  # whatever the result makes fail (a broken info's __len__) is the env's failure
             obs, reward, terminated, truncated, info = check_step_result(result, index)
             self._write_row(k, obs)
+            info = dict(info) if info else {}  # the caller's own (an env may reuse its dict)
+            self._rewards[k] = reward
         except ObservationError as exc:
             raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
         except Exception as exc:
             raise EnvCallFailed(index, "step") from exc
-        info = dict(info) if info else {}  # the caller's own (an env may reuse its dict)
-        self._rewards[k] = reward
         if terminated or truncated:
             self._dones[k] = True
             self._auto_reset(k, info, truncated and not terminated)
@@ -378,7 +378,7 @@ class EnvSlice:
         obs, reward, terminated, truncated, info = self._call(k, "step", lambda: _repeat_step(env, action, dt, index))
         self._call(k, "step", lambda: self._write(k, obs, "step"))
         new_state = self._call(k, "get_state", lambda: get_env_state(env, index)) if return_state else None
-        return new_state, reward, terminated, truncated, dict(info)
+        return new_state, reward, terminated, truncated, self._call(k, "step", lambda: dict(info))
 
     def get_images(self) -> list[np.ndarray]:
         return [self._call(k, "render", lambda: self._image(k)) for k in range(len(self.envs))]

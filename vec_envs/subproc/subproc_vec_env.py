@@ -12,7 +12,7 @@ from vec_envs.spaces.shared_memory import SharedBuffers
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.parent.lane_requests import LaneRequests
 from vec_envs.subproc.parent.lanes import ParentLanes, WorkerBell
-from vec_envs.subproc.parent.main_guard import check_main_guard
+from vec_envs.subproc.parent.main_guard import check_main_guard, check_may_have_children
 from vec_envs.subproc.parent.waiting import ParentSleep, Waiting, WakeFd
 from vec_envs.subproc.parent.worker_process import WorkerProcess
 from vec_envs.subproc.shared import control_block, wake
@@ -87,10 +87,15 @@ class SubprocVecEnv(WorkerVecEnv):
     by polling for a fraction of a millisecond before they sleep; otherwise they sleep at
     once, and wake as soon as there is work.
 
+    The spawn and forkserver workers import the main script again: a script builds its
+    SubprocVecEnv under ``if __name__ == "__main__":``, as the example does.
+
     Example:
         >>> import gymnasium as gym
-        >>> with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
-        ...     venv.reset().shape
+        >>> from vec_envs import SubprocVecEnv
+        >>> if __name__ == "__main__":
+        ...     with SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 8, in_series=4) as venv:
+        ...         print(venv.reset().shape)
         (8, 4)
     """
 
@@ -107,6 +112,7 @@ class SubprocVecEnv(WorkerVecEnv):
         method = context or default_start_method()
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
+        check_may_have_children()
         check_main_guard(method)
         self._ctx = mp.get_context(method)
         if method == "forkserver":

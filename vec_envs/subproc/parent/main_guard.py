@@ -1,20 +1,28 @@
-"""The ``if __name__ == "__main__":`` guard that spawn and forkserver workers need.
+"""Where SubprocVecEnv can start its workers: the ``if __name__ == "__main__":`` guard
+that spawn and forkserver workers need, a main script they can import, a process allowed
+to have children.
 
 With those start methods every worker imports the user's main script again; a script
 that builds a SubprocVecEnv at its top level, outside the guard, would make each worker
 start workers of its own (multiprocessing stops them, and the worker dies during
-``__init__``). ``check_main_guard`` sees this before any worker starts and says how to
-fix it.
+``__init__``), and a script with no file to import (piped in with ``python -``) kills
+every worker as it starts. ``check_main_guard`` sees both before any worker starts and
+says how to fix them. ``check_may_have_children`` does the same for a daemonic process
+(a ``multiprocessing.Pool`` worker), which multiprocessing forbids to have children; the
+workers of a SubprocVecEnv are not refused (``worker/main.py`` ``allow_children``), so
+an env may be a SubprocVecEnv itself.
 """
 from __future__ import annotations
 
 import ast
 import functools
+import multiprocessing as mp
 import os
 import sys
+import time
 from types import FrameType
 
-__all__ = ["check_main_guard"]
+__all__ = ["check_main_guard", "check_may_have_children"]
 
 NO_MAIN_GUARD = """\
 SubprocVecEnv is created at {path}:{line} outside an `if __name__ == "__main__":` block. \
@@ -26,6 +34,29 @@ workers of their own. Put the code that builds and runs the envs under the guard
         ...
 
 or pass context="fork" (Linux only; unsafe once the script runs threads)."""
+
+#: when this module was loaded (with vec_envs, as the script starts): a main script edited
+#: after it no longer holds the lines that run, so its guard cannot be judged from the file
+LOADED_AT = time.time()
+NO_MAIN_FILE = ("SubprocVecEnv cannot start workers with start method {method!r} from this script: its workers "
+                "import the main script again, and it has no file to import ({path!r}: a script piped in with "
+                "`python -`, or deleted since). Save the script to a file and run that, or pass context=\"fork\" "
+                "(Linux only; unsafe once the script runs threads)")
+DAEMONIC = ("SubprocVecEnv cannot start worker processes from {name}, a daemonic process (a multiprocessing.Pool "
+            "worker, or a Process made with daemon=True): multiprocessing forbids daemonic processes to have "
+            "children. Use DummyVecEnv there (its envs run in that process), or start that process with "
+            "daemon=False")
+
+
+def check_may_have_children() -> None:
+    """Raise ``RuntimeError`` naming the fix when this process may not start workers.
+
+    Example:
+        >>> check_may_have_children()   # the main process may
+    """
+    process = mp.current_process()
+    if process.daemon:
+        raise RuntimeError(DAEMONIC.format(name=process.name))
 
 
 def _is_main_check(test: ast.expr) -> bool:
@@ -45,6 +76,20 @@ def _guarded_lines(path: str, mtime: float) -> tuple[tuple[int, int], ...]:
         tree = ast.parse(file.read(), path)
     return tuple((node.lineno, node.end_lineno or node.lineno) for node in tree.body
                  if isinstance(node, ast.If) and _is_main_check(node.test))
+
+
+def _script_file(path: str) -> str:
+    """The main script's file, resolved as multiprocessing resolves it (from where Python started)."""
+    original_dir = getattr(mp.process, "ORIGINAL_DIR", None)
+    return os.path.join(original_dir, path) if not os.path.isabs(path) and original_dir is not None else path
+
+
+def _importable(main: object, path: str) -> bool:
+    """Can a spawn or forkserver worker import the main script again (by its module name,
+    or from its file, as multiprocessing looks for it)?"""
+    if getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return True  # python -m: imported by name
+    return os.path.isfile(_script_file(path))
 
 
 def _main_module_frame(frame: FrameType | None, main_globals: dict) -> FrameType | None:
@@ -67,13 +112,17 @@ def check_main_guard(start_method: str) -> None:
     """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if start_method == "fork" or main is None or not path or not os.path.isfile(path):
+    if start_method == "fork" or main is None or not path:
         return
+    if not _importable(main, path):
+        raise RuntimeError(NO_MAIN_FILE.format(method=start_method, path=path))
     frame = _main_module_frame(sys._getframe(1), vars(main))
     if frame is None:
         return  # created from an import or a thread: the script's top level is not running it
-    line = frame.f_lineno
-    spans = _guarded_lines(path, os.path.getmtime(path))
+    line, mtime = frame.f_lineno, os.path.getmtime(_script_file(path))
+    if mtime > LOADED_AT:
+        return  # edited since it started (a long run's script is often edited): its lines are not the running code
+    spans = _guarded_lines(path, mtime)
     if not any(first <= line <= last for first, last in spans):
         raise RuntimeError(NO_MAIN_GUARD.format(path=path, line=line, method=start_method,
                                                 name=os.path.basename(path)))

@@ -10,6 +10,7 @@ whether its parent still lives. ``serving.py`` answers what woke it.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import select
 import signal
@@ -25,7 +26,7 @@ from vec_envs.subproc.worker.parent_watch import watch_parent
 from vec_envs.subproc.worker.serving import ProcessSliceServer
 from vec_envs.workers.protocol import Command
 
-__all__ = ["PARENT_CHECK_S", "worker_main"]
+__all__ = ["PARENT_CHECK_S", "allow_children", "worker_main"]
 
 PARENT_CHECK_S = 1.0  # how often a sleeping worker checks that its parent still lives
 _PIPE, _LANES, _PARENT_GONE = 1, 2, 3  # what woke the worker (never 0: spin_until takes each as found)
@@ -43,6 +44,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     if use_pdeathsig:
         _die_with_parent()
     watch_parent(parent_pid or parent)  # whatever the start method, even inside env.step
+    allow_children()
     server = ProcessSliceServer(env_fns.x, first_index, conn)
     if running is not None and server.slice is not None:
         server.slice.track_running(memoryview(running).cast("B").cast("q"))
@@ -61,6 +63,15 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     finally:
         server.close_quietly()
         conn.close()
+
+
+def allow_children() -> None:
+    """Let this worker's envs start processes of their own (an env that is itself a
+    SubprocVecEnv): multiprocessing refuses children to a daemonic process, and a worker
+    is daemonic only so that the parent's interpreter ends it at exit. Seen from here it
+    need not be: its children are daemonic in their turn, end with it when it exits, and
+    watch it (``parent_watch``) should it be killed."""
+    mp.current_process().daemon = False
 
 
 def _wait_for_work(conn: Connection, poller: Any, spin: Spin, parent: int, lanes: WorkerLanes | None,

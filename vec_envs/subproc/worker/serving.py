@@ -36,7 +36,6 @@ Example:
 from __future__ import annotations
 
 import mmap
-import pickle
 from collections.abc import Iterable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
@@ -106,7 +105,9 @@ class ProcessSliceServer(SliceServer):
         """Send the outcome; a reply that cannot be pickled becomes a failure naming why."""
         try:
             self._pipe.send(Reply(seq, outcome))
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        except OSError:
+            raise  # the pipe is gone: the worker's loop ends
+        except Exception as exc:  # whatever pickling raises (an info's __reduce__ may raise anything)
             method = _command_name(command)
             infos = ((what, source, self.first_index + k, info) for what, source, pairs in _infos_of(outcome.value)
                      for k, info in pairs)
@@ -184,7 +185,9 @@ class ProcessSliceServer(SliceServer):
                               [info for _, info in said], reset_infos, failures or None)
         try:
             self._pipe.send(message)
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        except OSError:
+            raise  # the pipe is gone: the worker's loop ends
+        except Exception as exc:  # whatever pickling raises
             self._pipe.send(_picklable(message, method, exc))
         for k, _ in said:
             lanes.answer(k, True)
