@@ -61,13 +61,16 @@ class EndedEnvs:
         self.next_step = mode is AutoresetMode.NEXT_STEP
         self.cls = cls
         self.ended = np.zeros(num_envs, np.bool_)
+        #: per row of the last batch returned: whether it is a next-step reset row
+        self.reset_rows = np.zeros(num_envs, np.bool_)
 
     def after_step(self, dones: np.ndarray, infos: Sequence[Info], reset_infos: list[Info]) -> None:
         """A lock-step step returned ``dones`` and ``infos``: the envs that ended at their
         previous row were reset in it (next-step), their infos being the reset infos."""
         ended = self.ended
-        if self.next_step and ended.any():
-            for i in np.flatnonzero(ended & ~dones).tolist():
+        if self.next_step:
+            np.copyto(self.reset_rows, ended)
+            for i in np.flatnonzero(ended).tolist():
                 reset_infos[i] = dict(infos[i])
         np.copyto(ended, dones)
 
@@ -75,8 +78,10 @@ class EndedEnvs:
                    reset_infos: list[Info]) -> None:
         """As ``after_step``, for the rows of ``env_ids`` a ``recv`` returned."""
         ended = self.ended
-        if self.next_step and ended.any():
-            for j in np.flatnonzero(ended[env_ids] & ~dones).tolist():
+        if self.next_step:
+            reset_rows = self.reset_rows[:len(env_ids)]
+            np.take(ended, env_ids, out=reset_rows)
+            for j in np.flatnonzero(reset_rows).tolist():
                 reset_infos[int(env_ids[j])] = dict(infos[j])
         ended[env_ids] = dones
 
@@ -101,35 +106,29 @@ class EndedEnvs:
 
 
 class ResetRows:
-    """For a wrapper over a next-step VecEnv: which rows of each batch are reset rows (the
-    env's episode ended at its previous row, so this row is its reset: reward 0, no step).
+    """For a wrapper over a next-step VecEnv: which rows of the batch its backend returned
+    last are reset rows (the env's episode ended at its previous row, so this row is its
+    reset: reward 0, no step). It reads the backend's own record (``EndedEnvs``), which
+    every reset clears, so a wrapper asks it right after its wrapped VecEnv returns a batch.
 
     Example:
-        >>> rows = ResetRows(2)
-        >>> rows.of_step(np.array([True, False])).tolist()    # env 0 ended
+        >>> ended = EndedEnvs(AutoresetMode.NEXT_STEP, 2, "DummyVecEnv")
+        >>> rows = ResetRows(ended)
+        >>> ended.after_step(np.array([True, False]), [{}, {}], [{}, {}])    # env 0 ended
+        >>> rows.of_step(np.array([True, False])).tolist()
         [False, False]
-        >>> rows.of_step(np.array([False, False])).tolist()   # its reset row
+        >>> ended.after_step(np.array([False, False]), [{}, {}], [{}, {}])   # its reset row
+        >>> rows.of_step(np.array([False, False])).tolist()
         [True, False]
     """
 
-    def __init__(self, num_envs: int) -> None:
-        self.after_end = np.zeros(num_envs, np.bool_)
+    def __init__(self, ended: EndedEnvs) -> None:
+        self.ended = ended
 
     def of_step(self, dones: np.ndarray) -> np.ndarray:
-        """The reset rows of a lock-step batch whose dones are ``dones``."""
-        reset = self.after_end.copy()
-        np.copyto(self.after_end, dones)
-        return reset
+        """The reset rows of the lock-step batch whose dones are ``dones``."""
+        return self.ended.reset_rows[:len(dones)]
 
     def of_recv(self, env_ids: np.ndarray, dones: np.ndarray) -> np.ndarray:
-        """The reset rows of a ``recv`` of ``env_ids`` whose dones are ``dones``."""
-        reset = self.after_end[env_ids]
-        self.after_end[env_ids] = dones
-        return reset
-
-    def clear(self, env_ids: Sequence[int] | None = None) -> None:
-        """The envs ``env_ids`` (None: every env) were reset by the agent: no reset row due."""
-        if env_ids is None:
-            self.after_end[:] = False
-        else:
-            self.after_end[list(env_ids)] = False
+        """The reset rows of the ``recv`` batch of ``env_ids`` whose dones are ``dones``."""
+        return self.ended.reset_rows[:len(env_ids)]
