@@ -129,3 +129,10 @@ def test_recv_send_next_step_rows_of_each_env_equal_lock_step(closing):
             np.testing.assert_array_equal(mine[0], reference[0])
             assert mine[1:] == reference[1:]
     assert sum(done for rows in expected.values() for _, _, done in rows) >= 4
+
+
+def test_make_atari_env_passes_the_mode_to_ale_vec_env(closing):
+    from vec_envs.ale.make_atari_env import make_atari_env
+
+    venv = closing(make_atari_env("Breakout", 2, vec_env_cls=ALEVecEnv, autoreset_mode="next_step"))
+    assert venv.unwrapped.autoreset_mode.value == "NextStep"

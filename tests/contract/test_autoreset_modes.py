@@ -195,3 +195,13 @@ def test_the_mode_is_checked_once_for_every_backend():
                                         (AutoresetMode.DISABLED, AutoresetMode.DISABLED)])
 def test_the_mode_takes_its_names_and_gymnasiums_values(name, mode, closing):
     assert closing(DummyVecEnv(ENV_FNS, autoreset_mode=name)).autoreset_mode is mode
+
+
+def test_make_vec_env_passes_the_mode_to_the_backend(closing):
+    from vec_envs import make_vec_env
+
+    venv = closing(make_vec_env(ENV_FNS[0], n_envs=2, autoreset_mode="next_step"))
+    assert venv.autoreset_mode is AutoresetMode.NEXT_STEP
+    with pytest.raises(ValueError, match=r"make_vec_env\(\): autoreset_mode='disabled' and vec_env_kwargs="
+                                         r"\{'autoreset_mode': 'next_step'\} both set the mode"):
+        make_vec_env(ENV_FNS[0], n_envs=2, autoreset_mode="disabled", vec_env_kwargs={"autoreset_mode": "next_step"})

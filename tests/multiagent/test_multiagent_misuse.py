@@ -74,3 +74,23 @@ def test_reset_single_env_explains_that_agents_reset_together() -> None:
 def test_bad_backend_name_is_refused() -> None:
     with pytest.raises(ValueError, match="vec_env_cls='threads' is not a backend name"):
         make_multiagent_vec_env(functools.partial(Relay), 1, vec_env_cls="threads")
+
+
+@pytest.mark.parametrize("mode", ["next_step", "disabled"])
+def test_next_step_and_disabled_are_refused_before_any_env_is_built(mode) -> None:
+    def no_env():
+        raise AssertionError("no env is built")
+
+    with pytest.raises(ValueError, match=rf"make_multiagent_vec_env\(\): autoreset_mode='{mode}' is refused for "
+                                         r"multi-agent rows: .*use autoreset_mode='same_step'"):
+        make_multiagent_vec_env(no_env, 2, vec_env_kwargs={"autoreset_mode": mode})
+
+
+def test_a_multi_agent_vec_env_over_a_next_step_vec_env_is_refused() -> None:
+    from vec_envs import DummyVecEnv
+    from vec_envs.multiagent import MultiAgentVecEnv
+    from vec_envs.multiagent.parallel_env_adapter import ParallelEnvAdapter
+
+    with DummyVecEnv([functools.partial(ParallelEnvAdapter, Relay)], autoreset_mode="next_step") as venv:
+        with pytest.raises(ValueError, match=r"MultiAgentVecEnv: autoreset_mode='next_step' is refused"):
+            MultiAgentVecEnv(venv, ["a"], venv.observation_space, venv.action_space)
