@@ -69,8 +69,8 @@ class EndedEnvs:
         previous row were reset in it (next-step), their infos being the reset infos."""
         ended = self.ended
         if self.next_step:
-            np.copyto(self.reset_rows, ended)
-            for i in np.flatnonzero(ended).tolist():
+            np.greater(ended, dones, out=self.reset_rows)  # ended before, not ending now
+            for i in np.flatnonzero(self.reset_rows).tolist():
                 reset_infos[i] = dict(infos[i])
         np.copyto(ended, dones)
 
@@ -80,7 +80,7 @@ class EndedEnvs:
         ended = self.ended
         if self.next_step:
             reset_rows = self.reset_rows[:len(env_ids)]
-            np.take(ended, env_ids, out=reset_rows)
+            np.greater(ended[env_ids], dones, out=reset_rows)  # ended before, not ending now
             for j in np.flatnonzero(reset_rows).tolist():
                 reset_infos[int(env_ids[j])] = dict(infos[j])
         ended[env_ids] = dones
