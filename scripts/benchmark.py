@@ -14,6 +14,7 @@
     python scripts/benchmark.py infos                     # what an info every step costs each backend
     python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
     python scripts/benchmark.py wake-penalty --busy 2     # what a sleep costs the code run after it
+    python scripts/benchmark.py autoreset                 # next-step autoreset against same-step
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench.autoreset import AutoresetArgs, run_autoreset
 from bench.infos import InfosArgs, run_infos
 from bench.machine import require
 from bench.micro import (
@@ -62,6 +64,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "infos": (InfosArgs, run_infos),
     "slice-loop": (SliceLoopArgs, run_slice_loop),
     "wake-penalty": (WakePenaltyArgs, run_wake_penalty),
+    "autoreset": (AutoresetArgs, run_autoreset),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),

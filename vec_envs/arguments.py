@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
-__all__ = ["check_env_fns", "check_int", "check_timeout", "resolve_index", "resolve_indices", "resolve_options",
-           "resolve_seeds"]
+__all__ = ["backend_kwargs", "check_env_fns", "check_int", "check_timeout", "resolve_autoreset_mode", "resolve_index",
+           "resolve_indices", "resolve_options", "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
 ENV_FNS_EXPECTED = "a list of zero-argument env factories, one per env (e.g. [make_env] * 8)"
@@ -134,9 +135,10 @@ def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
     return seeds
 
 
-def resolve_options(options: Any, num_envs: int) -> list[dict[str, Any]]:
+def resolve_options(options: Any, num_envs: int, method: str = "set_options") -> list[dict[str, Any]]:
     """One reset-options dict per env: ``options`` for each (a copy), or the entries of a
-    list of ``num_envs`` dicts; None means ``{}`` (no options).
+    list of ``num_envs`` dicts; None means ``{}`` (no options). ``method`` names the call
+    in the messages.
 
     Example:
         >>> resolve_options({"level": 2}, 2)
@@ -150,16 +152,65 @@ def resolve_options(options: Any, num_envs: int) -> list[dict[str, Any]]:
     if options is None or isinstance(options, dict):
         return [dict(options or {}) for _ in range(num_envs)]
     if not isinstance(options, (list, tuple)):
-        raise TypeError(f"set_options(): expected a dict (for every env), a list of {num_envs} dicts or None, "
+        raise TypeError(f"{method}(): expected a dict (for every env), a list of {num_envs} dicts or None, "
                         f"received {options!r} ({type(options).__name__})")
     if len(options) != num_envs:
-        raise ValueError(f"set_options(): expected a dict for every env or a list of {num_envs} (one per env), "
+        raise ValueError(f"{method}(): expected a dict for every env or a list of {num_envs} (one per env), "
                          f"received a {type(options).__name__} of {len(options)}")
     for i, entry in enumerate(options):
         if not (entry is None or isinstance(entry, dict)):
-            raise TypeError(f"set_options(): env {i}'s options must be a dict or None, received {entry!r} "
+            raise TypeError(f"{method}(): env {i}'s options must be a dict or None, received {entry!r} "
                             f"({type(entry).__name__})")
     return [dict(entry or {}) for entry in options]
+
+
+#: the names ``autoreset_mode`` takes, besides gymnasium's ``AutoresetMode`` members and their values
+AUTORESET_MODES = {"same_step": AutoresetMode.SAME_STEP, "next_step": AutoresetMode.NEXT_STEP,
+                   "disabled": AutoresetMode.DISABLED}
+
+
+def resolve_autoreset_mode(value: Any, where: str) -> AutoresetMode:
+    """``value`` as gymnasium's ``AutoresetMode``: ``"same_step"``, ``"next_step"``,
+    ``"disabled"``, a member of ``AutoresetMode`` or its value (``"NextStep"``...).
+
+    Example:
+        >>> resolve_autoreset_mode("next_step", "DummyVecEnv")
+        <AutoresetMode.NEXT_STEP: 'NextStep'>
+        >>> resolve_autoreset_mode("SameStep", "DummyVecEnv")
+        <AutoresetMode.SAME_STEP: 'SameStep'>
+        >>> resolve_autoreset_mode("next", "DummyVecEnv")
+        Traceback (most recent call last):
+        ValueError: DummyVecEnv: autoreset_mode must be 'same_step', 'next_step' or 'disabled' ...
+    """
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        if value in AUTORESET_MODES:
+            return AUTORESET_MODES[value]
+        if value in AutoresetMode._value2member_map_:
+            return AutoresetMode(value)
+    raise ValueError(f"{where}: autoreset_mode must be 'same_step', 'next_step' or 'disabled' (or gymnasium's "
+                     f"AutoresetMode.SAME_STEP / NEXT_STEP / DISABLED), received {value!r}")
+
+
+def backend_kwargs(vec_env_kwargs: dict[str, Any] | None, autoreset_mode: Any, where: str) -> dict[str, Any]:
+    """The backend's keyword arguments with ``autoreset_mode`` among them (when not None).
+
+    Example:
+        >>> backend_kwargs({"in_series": 2}, "next_step", "make_vec_env()")
+        {'in_series': 2, 'autoreset_mode': 'next_step'}
+        >>> backend_kwargs({"autoreset_mode": "disabled"}, "next_step", "make_vec_env()")
+        Traceback (most recent call last):
+        ValueError: make_vec_env(): autoreset_mode='next_step' and vec_env_kwargs={'autoreset_mode': 'disabled'} ...
+    """
+    kwargs = dict(vec_env_kwargs or {})
+    if autoreset_mode is None:
+        return kwargs
+    if "autoreset_mode" in kwargs:
+        raise ValueError(f"{where}: autoreset_mode={autoreset_mode!r} and vec_env_kwargs="
+                         f"{{'autoreset_mode': {kwargs['autoreset_mode']!r}}} both set the mode; give it once")
+    kwargs["autoreset_mode"] = autoreset_mode
+    return kwargs
 
 
 def check_timeout(timeout: Any, name: str = "timeout") -> float | None:

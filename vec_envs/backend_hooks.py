@@ -52,6 +52,12 @@ class BackendHooks(ABC):
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         """Reset env ``index`` alone and return its observation."""
 
+    def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
+        """Reset env ``indices[j]`` with ``seeds[j]`` and ``options[j]``, the others left as they
+        are; their first observations, batched in that order (reset infos in ``reset_infos``)."""
+        raise NotImplementedError(f"{type(self).__name__}.reset_envs(): {type(self).__name__} cannot reset some "
+                                  "envs alone; call reset()")
+
     def close_extras(self) -> None:  # noqa: B027 (a hook: backends with nothing to release keep it)
         """Release what the backend holds (workers, shared memory); called once by close()."""
 

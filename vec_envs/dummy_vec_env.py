@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from vec_envs.arguments import check_env_fns
+from vec_envs.arguments import check_env_fns, resolve_autoreset_mode
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.errors import EnvCallFailed
 from vec_envs.failure_state import env_exception
 from vec_envs.spaces.batching import copy_obs, take_rows
@@ -38,6 +39,9 @@ class DummyVecEnv(VecEnvBase):
         batch_size: envs per ``recv`` (None: all). In series nothing finishes early, so
             ``recv`` is round robin: it steps and returns the ``batch_size`` envs in flight
             that were sent longest ago (envs sent together in the order of their ids).
+        autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"``
+            (or gymnasium's ``AutoresetMode``): what an env's rows are after its episode
+            ends (see ``vec_envs.autoreset``).
 
     An env's exception reaches the caller as itself, with a note naming the env index;
     after one in ``step`` / ``recv`` / ``reset`` only a reset (or ``close``) is accepted.
@@ -49,10 +53,14 @@ class DummyVecEnv(VecEnvBase):
         (8, 4)
     """
 
-    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True, batch_size: int | None = None) -> None:
+    def __init__(self, env_fns: Sequence[EnvFn], copy: bool = True, batch_size: int | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         env_fns = check_env_fns(env_fns, "DummyVecEnv", picklable=False)
+        mode = resolve_autoreset_mode(autoreset_mode, "DummyVecEnv")
         self.slice = _run(EnvSlice, env_fns)
-        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size)
+        super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size, mode)
+        if mode is not AutoresetMode.SAME_STEP:
+            self.slice.defer_resets()
         self.envs = self.slice.envs
         self.copy = copy
         self.reset_infos = self.slice.reset_infos
@@ -80,6 +88,11 @@ class DummyVecEnv(VecEnvBase):
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         return _run(self.slice.reset_one, index, seed)
+
+    def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
+        for i, seed, env_options in zip(indices, seeds, options):
+            _run(self.slice.reset_env, i, seed, env_options)
+        return take_rows(self.slice.buffers.obs, np.asarray(indices, np.int64))
 
     # ------------------------------------------------------- asynchronous batches
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:

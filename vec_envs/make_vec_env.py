@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from vec_envs.ale.games import import_ale
-from vec_envs.arguments import check_env_fns, check_int
+from vec_envs.arguments import backend_kwargs, check_env_fns, check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -75,6 +75,7 @@ def make_vec_env(
     vec_env_cls: Callable[..., VecEnvBase] | str | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
+    autoreset_mode: Any = None,
 ) -> VecEnvBase:
     """Build ``n_envs`` copies of an env as one VecEnv (the arguments of SB3's ``make_vec_env``).
 
@@ -91,6 +92,8 @@ def make_vec_env(
         vec_env_cls: the backend: a class, or ``"dummy"`` (default), ``"subproc"``, ``"ray"``.
         vec_env_kwargs: keyword arguments of the backend.
         wrapper_kwargs: keyword arguments of ``wrapper_class``.
+        autoreset_mode: the backend's ``autoreset_mode`` (``"same_step"``, ``"next_step"``,
+            ``"disabled"``; None: the backend's default, same-step, or ``vec_env_kwargs``'s).
 
     Example:
         >>> from vec_envs import make_vec_env
@@ -115,7 +118,7 @@ def make_vec_env(
                           wrapper_class, dict(wrapper_kwargs or {}))
         for rank in ranks]
     check_env_fns(env_fns, "make_vec_env()", picklable=_ships_factories(backend))
-    venv = backend(env_fns, **(vec_env_kwargs or {}))
+    venv = backend(env_fns, **backend_kwargs(vec_env_kwargs, autoreset_mode, "make_vec_env()"))
     if seed is not None:
         venv.seed([seed + rank for rank in ranks])
     return venv

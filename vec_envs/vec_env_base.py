@@ -8,8 +8,16 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.arguments import check_timeout, resolve_index, resolve_indices, resolve_options, resolve_seeds
+from vec_envs.arguments import (
+    check_timeout,
+    resolve_autoreset_mode,
+    resolve_index,
+    resolve_indices,
+    resolve_options,
+    resolve_seeds,
+)
 from vec_envs.async_envs import AsyncEnvs, check_batch_size
+from vec_envs.autoreset import AutoresetMode, EndedEnvs
 from vec_envs.backend_hooks import BackendHooks
 from vec_envs.call_guard import CallGuard, guard_methods
 from vec_envs.errors import (
@@ -50,6 +58,11 @@ class VecEnvBase(BackendHooks):
     ``step`` is ``step_async`` + ``step_wait``; ``close`` is idempotent and calls
     ``close_extras``; ``render`` tiles ``get_images()``.
 
+    ``autoreset_mode`` (``"same_step"``, ``"next_step"`` or ``"disabled"``, or gymnasium's
+    ``AutoresetMode``; see ``vec_envs.autoreset``) says what an env's rows are after its
+    episode ends; the backend steps and resets its envs that way, and the base keeps which
+    envs ended (``EndedEnvs``) for the other two modes. ``reset_envs`` resets some envs.
+
     Asynchronous batches (EnvPool-style): ``async_reset()`` starts every env, ``recv()``
     returns the first ``batch_size`` envs whose reset or step has finished, with their
     ``env_ids``, and ``send(actions, env_ids)`` steps those envs again. The base checks
@@ -87,11 +100,15 @@ class VecEnvBase(BackendHooks):
         cls._step_in_one = cls.step_async is VecEnvBase.step_async and cls.step_wait is VecEnvBase.step_wait
 
     def __init__(self, num_envs: int, observation_space: spaces.Space, action_space: spaces.Space,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         self._call_guard = CallGuard()
         self.num_envs = num_envs
         self.batch_size = check_batch_size(batch_size, num_envs, type(self).__name__)
         self._async = AsyncEnvs(type(self).__name__, num_envs, self.batch_size)
+        self.autoreset_mode = resolve_autoreset_mode(autoreset_mode, type(self).__name__)
+        #: the envs that ended at their last row (next-step, disabled); None: same-step
+        self._ended = None if self.autoreset_mode is AutoresetMode.SAME_STEP else \
+            EndedEnvs(self.autoreset_mode, num_envs, type(self).__name__)
         self.observation_space = observation_space
         self.action_space = action_space
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
@@ -115,6 +132,8 @@ class VecEnvBase(BackendHooks):
         except BaseException as exc:
             self._failure.fail(exc, "reset")
         self._failure.clear()
+        if self._ended is not None:
+            self._ended.clear()
         return obs
 
     def _take_reset_args(self) -> tuple[list[int | None] | None, list[dict[str, Any]] | None]:
@@ -131,7 +150,10 @@ class VecEnvBase(BackendHooks):
         """Wait for the step started by ``step_async``: ``(obs, rewards, dones, infos)``."""
         self._check_pending("step_wait", "step")
         timeout = check_timeout(timeout, "step_wait(): timeout")
-        return self._finish_pending(self._step_wait, timeout)
+        result = self._finish_pending(self._step_wait, timeout)
+        if self._ended is not None:
+            self._ended.after_step(result[2], result[3], self.reset_infos)
+        return result
 
     def step(self, actions: Any) -> VecEnvStepReturn:
         """``step_async(actions)`` then ``step_wait()``."""
@@ -139,13 +161,18 @@ class VecEnvBase(BackendHooks):
             self.step_async(actions)
             return self.step_wait()
         self._start_step(actions)  # as step_async would, without a second trip through the guard
-        return self._finish_pending(self._step_wait, None)
+        result = self._finish_pending(self._step_wait, None)
+        if self._ended is not None:
+            self._ended.after_step(result[2], result[3], self.reset_infos)
+        return result
 
     def _start_step(self, actions: Any) -> None:
         """``step_async``: check the call and the actions, start the backend's step."""
         self._check_idle("step_async")
         actions = check_actions(self.action_space, actions, self.num_envs, "step_async", owner=self._action_owner,
                                 ignored=self._ignored_actions(None))
+        if self._ended is not None:
+            self._ended.check_step("step_async")
         if self._async.round:  # an async round ran: it is over
             self._async.clear()
         self._step_async(actions)
@@ -195,6 +222,8 @@ class VecEnvBase(BackendHooks):
         except BaseException as exc:
             self._failure.fail(exc, "reset")
         self._failure.clear()
+        if self._ended is not None:
+            self._ended.clear()
         self._async.start_all()
 
     def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
@@ -220,6 +249,8 @@ class VecEnvBase(BackendHooks):
             self._async.clear()  # the round is over: reset() or async_reset() starts anew
             self._failure.fail(exc, "recv")
         self._async.returned(env_ids)
+        if self._ended is not None:
+            self._ended.after_recv(env_ids, dones, infos, self.reset_infos)
         return obs, rewards, dones, infos, env_ids
 
     def send(self, actions: Any, env_ids: Any) -> None:
@@ -229,6 +260,8 @@ class VecEnvBase(BackendHooks):
         ids = self._async.check_send(env_ids)
         actions = check_env_actions(self.action_space, actions, ids, "send", self._action_owner,
                                     self._ignored_actions(ids))
+        if self._ended is not None:
+            self._ended.check_send(ids)
         self._async.sent(ids)  # before the hook: a backend may answer some at once (``AsyncEnvs.answered``)
         try:
             self._send(actions, ids)
@@ -275,7 +308,55 @@ class VecEnvBase(BackendHooks):
         seed = None
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
-        return self._reset_single_env(index, seed)
+        obs = self._reset_single_env(index, seed)
+        if self._ended is not None:
+            self._ended.clear([index])
+        return obs
+
+    def reset_envs(self, indices: VecEnvIndices = None, seed: int | Sequence[int | None] | None = None,
+                   options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None) -> VecEnvObs:
+        """Reset the envs named by ``indices`` (ids, or a boolean mask of ``num_envs``), the
+        others left as they are; returns their first observations, row j env ``indices[j]``
+        (the reset infos go to ``reset_infos``). Under ``autoreset_mode="disabled"`` this is
+        how the agent resets the envs whose episode ended.
+
+        ``seed``: an int (env i gets ``seed + i``, as ``seed()`` gives), one seed per env
+        named, or None (the seeds ``seed()`` set for those envs, if any). ``options``: one
+        dict for each env named, or one per env named.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> from vec_envs import DummyVecEnv
+            >>> venv = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4, autoreset_mode="disabled")
+            >>> obs = venv.reset()
+            >>> venv.reset_envs([True, False, False, True], seed=0).shape   # envs 0 and 3
+            (2, 4)
+            >>> venv.close()
+        """
+        self._check_idle("reset_envs")
+        ids = self._indices(indices, "reset_envs")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"reset_envs(): indices name envs more than once: {ids}")
+        seeds = self._reset_envs_seeds(ids, seed)
+        resolved = resolve_options(options, len(ids), "reset_envs")
+        obs = self._reset_envs(ids, seeds, resolved)
+        if self._ended is not None:
+            self._ended.clear(ids)
+        return obs
+
+    def _reset_envs_seeds(self, ids: list[int], seed: Any) -> list[int | None]:
+        """One seed per env of ``ids``: from ``seed`` (see ``reset_envs``), else those ``seed()`` set."""
+        if seed is None:
+            if self._seeds is None:
+                return [None] * len(ids)
+            seeds = [self._seeds[i] for i in ids]
+            for i in ids:
+                self._seeds[i] = None
+            return seeds
+        if isinstance(seed, (int, np.integer)):
+            every = resolve_seeds(seed, self.num_envs)
+            return [every[i] for i in ids]
+        return resolve_seeds(seed, len(ids))
 
     # ------------------------------------------------------ states (planning)
     def get_states(self, indices: VecEnvIndices = None) -> list[Any]:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.autoreset import ResetRows
 from vec_envs.spaces.batching import batch_of_one, get_row
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -34,6 +35,10 @@ class VecEnvWrapper(VecEnvBase):
     asynchronous batches with a clear error instead of passing unprocessed rows through
     (checked by ``async_reset``, which every wrapper inherits, and ``recv`` / ``send``).
 
+    A wrapper has the autoreset mode of the VecEnv it wraps (``autoreset_mode``); one with
+    per-env state follows it: ``_reset_rows`` says which rows are next-step reset rows,
+    and ``reset_envs`` (the agent's reset of some envs) is forwarded like ``reset``.
+
     Example:
         >>> class Doubled(VecEnvWrapper):
         ...     def step_wait(self, timeout=None):
@@ -47,8 +52,12 @@ class VecEnvWrapper(VecEnvBase):
             raise TypeError(f"{type(self).__name__} wraps a VecEnvBase, received {type(venv).__name__}")
         self.venv = venv
         super().__init__(venv.num_envs, observation_space or venv.observation_space,
-                         action_space or venv.action_space, venv.batch_size)
+                         action_space or venv.action_space, venv.batch_size, venv.autoreset_mode)
+        self._ended = None  # the backend keeps which envs ended; a wrapper forwards every call
         self._fresh = np.zeros(self.num_envs, np.bool_)  # next row is the env's reset row
+        #: next-step autoreset: which rows are reset rows (None: the other modes)
+        backend = venv.unwrapped._ended
+        self._reset_rows = ResetRows(backend) if backend is not None and backend.next_step else None
 
     def reset(self) -> VecEnvObs:
         return self.venv.reset()
@@ -126,6 +135,13 @@ class VecEnvWrapper(VecEnvBase):
 
     def reset_single_env(self, index: int) -> Any:
         return self.venv.reset_single_env(index)
+
+    def reset_envs(self, indices: VecEnvIndices = None, seed: Any = None, options: Any = None) -> VecEnvObs:
+        return self.venv.reset_envs(indices, seed=seed, options=options)
+
+    def _env_ids(self, indices: VecEnvIndices) -> np.ndarray:
+        """The env ids named by ``indices`` of a ``reset_envs`` (checked as the backend does)."""
+        return np.asarray(self._indices(indices, "reset_envs"), np.int64)
 
     def seed(self, seed: Any = None) -> list[int | None]:
         return self.venv.seed(seed)
@@ -213,6 +229,16 @@ class VecEnvObservationWrapper(VecEnvWrapper):
 
     def reset_single_env(self, index: int) -> Any:
         return self.process_terminal(index, self.venv.reset_single_env(index))
+
+    def reset_envs(self, indices: VecEnvIndices = None, seed: Any = None, options: Any = None) -> VecEnvObs:
+        rows = self.venv.reset_envs(indices, seed=seed, options=options)
+        env_ids = self._env_ids(indices)
+        return self.process_rows(env_ids, rows)
+
+    def process_rows(self, env_ids: np.ndarray, rows: VecEnvObs) -> VecEnvObs:
+        """Transform the first observations of envs ``env_ids`` reset alone (``reset_envs``);
+        default: ``process`` on them. Stateful wrappers (frame stacks) override it."""
+        return self.process(rows)
 
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)

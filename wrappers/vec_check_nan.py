@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from vec_envs.spaces.nested import iter_leaves, path_text
-from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -117,6 +117,11 @@ class VecCheckNan(VecEnvWrapper):
     def reset_single_env(self, index: int) -> Any:
         obs = self.venv.reset_single_env(index)
         self._check_single(index % self.num_envs, "observation", obs, "after reset_single_env")
+        return obs
+
+    def reset_envs(self, indices: VecEnvIndices = None, seed: Any = None, options: Any = None) -> VecEnvObs:
+        obs = self.venv.reset_envs(indices, seed=seed, options=options)
+        self._check_batch("observation", obs, "after reset_envs", self._env_ids(indices))
         return obs
 
     def _check_batch(self, name: str, batch: Any, when: str, env_ids: np.ndarray | None = None) -> None:

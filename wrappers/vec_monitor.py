@@ -10,7 +10,7 @@ import numpy as np
 
 from vec_envs.errors import VecEnvError
 from vec_envs.monitoring.monitor_csv import MonitorCsv, monitor_path
-from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 
@@ -27,7 +27,9 @@ class VecMonitor(VecEnvWrapper):
     ``t`` is the time since this wrapper was built. The CSV is the ``monitor.csv`` format
     the baselines / SB3 tools read (``load_results``): a first line ``#`` + JSON with
     ``t_start`` and ``env_id``, a header ``r,l,t`` (+ ``info_keywords``), one row per
-    episode, flushed at once. ``reset()`` restarts the counts of every env.
+    episode, flushed at once. ``reset()`` restarts the counts of every env, ``reset_envs``
+    and ``reset_single_env`` those of the envs they reset. Under next-step autoreset the
+    row after an episode's end is its reset, not a step: it counts in no episode.
 
     Args:
         venv: the VecEnv to wrap.
@@ -79,10 +81,22 @@ class VecMonitor(VecEnvWrapper):
         self.episode_lengths[index] = 0
         return obs
 
+    def reset_envs(self, indices: VecEnvIndices = None, seed: Any = None, options: Any = None) -> VecEnvObs:
+        obs = self.venv.reset_envs(indices, seed=seed, options=options)
+        env_ids = self._env_ids(indices)
+        self.episode_returns[env_ids] = 0.0
+        self.episode_lengths[env_ids] = 0
+        return obs
+
     def step_wait(self, timeout: float | None = None) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait(timeout)
-        self.episode_returns += rewards
-        self.episode_lengths += 1
+        reset = None if self._reset_rows is None else self._reset_rows.of_step(dones)
+        if reset is not None and reset.any():  # next-step reset rows: no step of any episode
+            self.episode_returns[~reset] += rewards[~reset]
+            self.episode_lengths[~reset] += 1
+        else:
+            self.episode_returns += rewards
+            self.episode_lengths += 1
         for i in np.flatnonzero(dones):
             infos[i]["episode"] = self._end_episode(int(i), infos[i])
         return obs, rewards, dones, infos
@@ -91,6 +105,8 @@ class VecMonitor(VecEnvWrapper):
         """The next batch, with each env's episode counted on its own rows."""
         obs, rewards, dones, infos, env_ids = self.venv.recv(timeout)
         fresh = self._take_fresh(env_ids)
+        if self._reset_rows is not None:  # next-step reset rows start the env's episode too
+            fresh = fresh | self._reset_rows.of_recv(env_ids, dones)
         self.episode_returns[env_ids[fresh]] = 0.0  # a reset row starts the env's episode
         self.episode_lengths[env_ids[fresh]] = 0
         stepped = env_ids[~fresh]

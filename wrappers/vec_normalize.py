@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from vec_envs.spaces.batching import batch_of_one
 from vec_envs.spaces.describe import space_fingerprint
-from vec_envs.types import VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvWrapper
 from vec_envs.wrappers.running_mean_std import RunningMeanStd
@@ -152,10 +152,12 @@ class VecNormalize(VecEnvWrapper):
         for i in np.flatnonzero(dones):
             if "terminal_observation" in infos[i]:
                 infos[i]["terminal_observation"] = self.normalize_obs(infos[i]["terminal_observation"])
+        reset = None if self._reset_rows is None else self._reset_rows.of_step(dones)
         if self.training:
             self.returns *= self.gamma
             self.returns += rewards
-            self.ret_rms.update(self.returns)
+            # next-step reset rows are no steps: their return (0) is no sample of the returns
+            self.ret_rms.update(self.returns if reset is None or not reset.any() else self.returns[~reset])
         scaled = self.normalize_reward(rewards)
         self.returns[dones] = 0.0
         return normalized, scaled, dones, infos
@@ -173,6 +175,8 @@ class VecNormalize(VecEnvWrapper):
         for j in np.flatnonzero(dones):
             if "terminal_observation" in infos[j]:
                 infos[j]["terminal_observation"] = self.normalize_obs(infos[j]["terminal_observation"])
+        if self._reset_rows is not None:  # next-step reset rows start the env's return too
+            fresh = fresh | self._reset_rows.of_recv(env_ids, dones)
         self.returns[env_ids[fresh]] = 0.0
         stepped = env_ids[~fresh]
         if self.training and len(stepped):
@@ -189,6 +193,11 @@ class VecNormalize(VecEnvWrapper):
             keys = self.norm_obs_keys
             self._update_obs(batch_of_one(obs if keys is None else {key: obs[key] for key in keys}))
         return self.normalize_obs(obs)
+
+    def reset_envs(self, indices: VecEnvIndices = None, seed: Any = None, options: Any = None) -> VecEnvObs:
+        obs = self.venv.reset_envs(indices, seed=seed, options=options)
+        self.returns[self._env_ids(indices)] = 0.0
+        return self._update_and_normalize(obs)
 
     def _update_obs(self, obs: Any) -> None:
         if isinstance(self.obs_rms, RunningMeanStd):

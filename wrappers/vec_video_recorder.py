@@ -107,7 +107,9 @@ class VecVideoRecorder(VecEnvWrapper):
     ``video_length`` frames. A run can record any number of clips; each file is finished
     when its clip ends, or on ``close()``. Files are H.264 (libx264, yuv420p) named
     ``{name_prefix}-step-{start}-to-step-{start + video_length}.mp4``; odd frame sizes are
-    padded by one black row / column. The envs need ``render_mode="rgb_array"``.
+    padded by one black row / column. The envs need ``render_mode="rgb_array"``. The
+    frames are what the envs render, in every autoreset mode: under next-step an
+    episode's last frame, then its reset's at the next step.
 
     Args:
         venv: the VecEnv to wrap.

@@ -1,4 +1,5 @@
-"""to_gymnasium(autoreset_mode=NEXT_STEP) against gymnasium's own SyncVectorEnv and vector wrappers."""
+"""to_gymnasium over a next-step VecEnv, any batch_size, against gymnasium's own SyncVectorEnv
+and vector wrappers, and a CleanRL-style PPO loop on it."""
 from __future__ import annotations
 
 import functools
@@ -8,31 +9,19 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from tests.backends import dummy, needs_ray, ray, subproc
+from tests.backends import subproc
 from tests.envs import SeededEnv
 from tests.helpers import assert_same
 from vec_envs import DummyVecEnv
 from vec_envs.interop import to_gymnasium
 
-#: episodes ending by termination (lengths 4, 5) and by truncation (length 3), with step and reset infos
 ENV_FNS = [functools.partial(SeededEnv, length=4), functools.partial(SeededEnv, length=3, truncate=True),
            functools.partial(SeededEnv, length=5)]
 ACTIONS = np.random.default_rng(0).integers(0, 3, size=(25, 3))
 
-BACKENDS = [
-    pytest.param(dummy, id="dummy"),
-    pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc-series2"),
-    pytest.param(functools.partial(subproc, in_series=1, context="fork"), id="subproc-series1"),
-    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
-]
-
 
 def cartpole():
     return gym.make("CartPole-v1", max_episode_steps=20)
-
-
-def next_step(venv):
-    return to_gymnasium(venv, autoreset_mode=AutoresetMode.NEXT_STEP)
 
 
 def assert_same_step(got, want):
@@ -46,77 +35,91 @@ def assert_same_step(got, want):
     assert_same(infos, ref_infos)
 
 
-@pytest.mark.parametrize("make", BACKENDS)
-def test_next_step_mode_equals_gymnasiums_sync_vector_env_step_for_step(make, closing):
-    ours = closing(next_step(make(ENV_FNS, batch_size=1)))
-    ref = closing(SyncVectorEnv(ENV_FNS, autoreset_mode=AutoresetMode.NEXT_STEP))
-    assert ours.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
-    assert (ours.observation_space, ours.action_space) == (ref.observation_space, ref.action_space)
-    assert_same(ours.reset(seed=7), ref.reset(seed=7))
-    reset_rows = 0
-    for actions in ACTIONS:
-        got, want = ours.step(actions), ref.step(actions)
-        assert_same_step(got, want)
-        reset_rows += int(np.sum("reset_count" in got[4] and got[4]["_reset_count"]))
-    assert reset_rows >= 10  # the comparison went through many auto-resets of every env
-    assert_same(ours.reset(seed=3), ref.reset(seed=3))  # a second reset starts over alike
-    for actions in ACTIONS[:8]:
-        assert_same_step(ours.step(actions), ref.step(actions))
+@pytest.mark.parametrize("mode", ["same_step", "next_step", "disabled"])
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_the_adapter_shows_the_vec_envs_own_mode_for_any_batch_size(mode, batch_size, closing):
+    venv = DummyVecEnv(ENV_FNS, autoreset_mode=mode, batch_size=batch_size)
+    envs = closing(to_gymnasium(venv))
+    assert envs.metadata["autoreset_mode"] is venv.autoreset_mode
+    assert closing(to_gymnasium(DummyVecEnv(ENV_FNS, autoreset_mode=mode), autoreset_mode=mode)).metadata[
+        "autoreset_mode"] is venv.autoreset_mode
 
 
-def test_next_step_mode_on_cartpole_equals_gymnasium_across_time_limits(closing):
-    ours = closing(next_step(subproc([cartpole] * 4, batch_size=1, in_series=2, context="fork")))
-    ref = closing(SyncVectorEnv([cartpole] * 4, autoreset_mode=AutoresetMode.NEXT_STEP))
-    assert_same(ours.reset(seed=11), ref.reset(seed=11))
-    ended = 0
-    for actions in np.random.default_rng(1).integers(0, 2, size=(80, 4)):
-        got, want = ours.step(actions), ref.step(actions)
-        assert_same_step(got, want)
-        ended += int(np.sum(got[2] | got[3]))
-    assert ended >= 8
+def test_asking_for_another_mode_says_how_to_build_the_vec_env(closing):
+    venv = closing(DummyVecEnv(ENV_FNS))
+    with pytest.raises(ValueError, match=r"to_gymnasium\(autoreset_mode='NextStep'\): this DummyVecEnv resets its "
+                                         r"envs with autoreset_mode='same_step'.*autoreset_mode='next_step'"):
+        to_gymnasium(venv, autoreset_mode="NextStep")
+    with pytest.raises(ValueError, match=r"autoreset_mode must be 'same_step', 'next_step' or 'disabled'.*'next'"):
+        to_gymnasium(venv, autoreset_mode="next")
 
 
-def test_the_mode_may_be_given_as_its_string_value(closing):
-    envs = closing(to_gymnasium(DummyVecEnv(ENV_FNS, batch_size=1), autoreset_mode="NextStep"))
-    assert envs.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
-    same = closing(to_gymnasium(DummyVecEnv(ENV_FNS), autoreset_mode="SameStep"))
-    assert same.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
-    default = closing(to_gymnasium(DummyVecEnv(ENV_FNS)))
-    assert default.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_gymnasiums_vector_wrappers_on_it_equal_them_over_sync_vector_env(batch_size, closing):
+    def stack(envs):
+        envs = gym.wrappers.vector.RecordEpisodeStatistics(gym.wrappers.vector.NormalizeObservation(envs))
+        return gym.wrappers.vector.ClipReward(gym.wrappers.vector.NormalizeReward(envs), min_reward=-1.0,
+                                              max_reward=1.0)
 
-
-def test_bad_modes_and_batch_sizes_are_named(closing):
-    with pytest.raises(ValueError, match=r"autoreset_mode must be .*received 'next'"):
-        to_gymnasium(closing(DummyVecEnv(ENV_FNS)), autoreset_mode="next")
-    with pytest.raises(ValueError, match=r"autoreset_mode must be .*received <AutoresetMode.DISABLED"):
-        to_gymnasium(closing(DummyVecEnv(ENV_FNS)), autoreset_mode=AutoresetMode.DISABLED)
-    with pytest.raises(ValueError, match=r"batch_size=3, expected 1.*DummyVecEnv\(env_fns, batch_size=1\)"):
-        next_step(closing(DummyVecEnv(ENV_FNS)))
-
-
-def test_normalize_observation_runs_on_it_and_matches_it_over_sync_vector_env(closing):
-    ours = closing(gym.wrappers.vector.NormalizeObservation(
-        next_step(DummyVecEnv([cartpole] * 3, batch_size=1))))
-    ref = closing(gym.wrappers.vector.NormalizeObservation(
-        SyncVectorEnv([cartpole] * 3, autoreset_mode=AutoresetMode.NEXT_STEP)))
+    venv = subproc([cartpole] * 4, in_series=2, context="fork", autoreset_mode="next_step", batch_size=batch_size)
+    ours = closing(stack(to_gymnasium(venv)))
+    ref = closing(stack(SyncVectorEnv([cartpole] * 4, autoreset_mode=AutoresetMode.NEXT_STEP)))
     assert_same(ours.reset(seed=5), ref.reset(seed=5))
-    for actions in np.random.default_rng(2).integers(0, 2, size=(60, 3)):
-        assert_same_step(ours.step(actions), ref.step(actions))
-    np.testing.assert_array_equal(ours.obs_rms.mean, ref.obs_rms.mean)
-
-
-def test_record_episode_statistics_and_clip_reward_run_on_it(closing):
-    stats = gym.wrappers.vector.RecordEpisodeStatistics(next_step(DummyVecEnv(ENV_FNS, batch_size=1)))
-    envs = closing(gym.wrappers.vector.ClipReward(stats, min_reward=0.0, max_reward=2.5))
-    ref = closing(gym.wrappers.vector.ClipReward(gym.wrappers.vector.RecordEpisodeStatistics(
-        SyncVectorEnv(ENV_FNS, autoreset_mode=AutoresetMode.NEXT_STEP)), min_reward=0.0, max_reward=2.5))
-    envs.reset(seed=0), ref.reset(seed=0)
     lengths = []
-    for actions in ACTIONS:
-        got, want = envs.step(actions), ref.step(actions)
-        assert got[1].max() <= 2.5
-        np.testing.assert_array_equal(got[1], want[1])
-        if "episode" in got[4]:
-            np.testing.assert_array_equal(got[4]["episode"]["r"], want[4]["episode"]["r"])
-            lengths += got[4]["episode"]["l"][got[4]["_episode"]].tolist()
-    assert sorted(set(lengths)) == [3, 4, 5]  # SeededEnv's episode lengths: the reset rows are no steps
+    for actions in np.random.default_rng(2).integers(0, 2, size=(70, 4)):
+        got, want = ours.step(actions), ref.step(actions)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)  # float32 rewards here, float64 there
+        episode, ref_episode = got[4].pop("episode", None), want[4].pop("episode", None)
+        assert_same_step((got[0], want[1], *got[2:]), want)
+        if episode is not None:  # its "t" is the wall-clock time
+            assert_same((episode["r"], episode["l"]), (ref_episode["r"], ref_episode["l"]))
+            lengths += episode["l"][got[4]["_episode"]].tolist()
+    assert len(lengths) >= 8 and max(lengths) <= 20  # the reset rows are no steps of any episode
+    np.testing.assert_array_equal(ours.env.env.env.obs_rms.mean, ref.env.env.env.obs_rms.mean)
+
+
+def test_a_cleanrl_style_ppo_loop_trains_on_it(closing):
+    torch = pytest.importorskip("torch")
+    num_envs, num_steps = 4, 32
+    envs = to_gymnasium(subproc([lambda: gym.make("CartPole-v1")] * num_envs, in_series=2, context="fork",
+                                autoreset_mode="next_step", batch_size=2))
+    envs = closing(gym.wrappers.vector.NormalizeReward(gym.wrappers.vector.RecordEpisodeStatistics(envs)))
+    torch.manual_seed(0)
+    agent = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3))  # logits, value
+    optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-3)
+    next_obs, _ = envs.reset(seed=1)
+    next_done = np.zeros(num_envs, bool)
+    episodes = 0
+    for _ in range(3):  # rollouts, each followed by one PPO update
+        obs, actions, logprobs, rewards, dones, values = [], [], [], [], [], []
+        for _ in range(num_steps):
+            with torch.no_grad():
+                out = agent(torch.as_tensor(next_obs))
+                dist = torch.distributions.Categorical(logits=out[:, :2])
+                action = dist.sample()
+            obs.append(next_obs), actions.append(action), logprobs.append(dist.log_prob(action))
+            values.append(out[:, 2]), dones.append(next_done)
+            next_obs, reward, terminations, truncations, infos = envs.step(action.numpy())
+            next_done = terminations | truncations
+            rewards.append(torch.as_tensor(reward, dtype=torch.float32))
+            episodes += int(infos.get("_episode", np.zeros(num_envs, bool)).sum())
+        with torch.no_grad():  # GAE, CleanRL's: a row after a done starts a new episode
+            next_value, advantages, last = agent(torch.as_tensor(next_obs))[:, 2], [], 0.0
+            for t in reversed(range(num_steps)):
+                following_done = next_done if t == num_steps - 1 else dones[t + 1]
+                nonterminal = 1.0 - torch.as_tensor(following_done, dtype=torch.float32)
+                following = next_value if t == num_steps - 1 else values[t + 1]
+                delta = rewards[t] + 0.99 * following * nonterminal - values[t]
+                last = delta + 0.99 * 0.95 * nonterminal * last
+                advantages.insert(0, last)
+        b_obs = torch.as_tensor(np.concatenate(obs))
+        b_adv, b_ret = torch.cat(advantages), torch.cat(advantages) + torch.cat(values)
+        out = agent(b_obs)
+        dist = torch.distributions.Categorical(logits=out[:, :2])
+        ratio = (dist.log_prob(torch.cat(actions)) - torch.cat(logprobs)).exp()
+        loss = -torch.min(ratio * b_adv, ratio.clamp(0.8, 1.2) * b_adv).mean() + 0.5 * ((out[:, 2] - b_ret) ** 2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        assert torch.isfinite(loss)
+    assert episodes >= 4

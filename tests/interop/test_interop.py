@@ -128,6 +128,15 @@ def gym_vector_env(mode):
     return SyncVectorEnv(ENV_FNS, autoreset_mode=mode)
 
 
+def plain(value):
+    """gymnasium batches info values into arrays: their values, to compare."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def trace(venv):
     """Everything a user of the VecEnv can observe, with infos and reset infos."""
     with venv:
@@ -144,18 +153,41 @@ def trace(venv):
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED,
                                   "no-copy", "async"],
                          ids=["next-step", "same-step", "disabled", "next-step-copy-false", "async-next-step"])
-def test_from_gymnasium_is_bit_identical_to_dummy_vec_env(mode):
-    def plain(value):  # gymnasium batches info values into arrays: compare their values
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(plain(v) for v in value)
-        return value.item() if isinstance(value, np.generic) else value
-
-    got, want = trace(from_gymnasium(gym_vector_env(mode))), trace(DummyVecEnv(ENV_FNS))
+def test_from_gymnasium_made_same_step_is_bit_identical_to_dummy_vec_env(mode):
+    got, want = trace(from_gymnasium(gym_vector_env(mode), autoreset_mode="same_step")), trace(DummyVecEnv(ENV_FNS))
     assert_same(plain(got), plain(want))
     assert any(info.get("TimeLimit.truncated") for step in want[2::2] for info in step[3])
     assert any(info.get("TimeLimit.truncated") is False for step in want[2::2] for info in step[3])
+
+
+def trace_in_mode(venv):
+    """A trace of a next-step or disabled VecEnv: the ended envs reset by ``reset_envs`` (disabled)."""
+    with venv:
+        venv.seed(11)
+        out = [copy_obs(venv.reset()), list(venv.reset_infos)]
+        for t, actions in enumerate(ACTIONS):
+            out.append(copy_obs(venv.step(actions)))
+            dones = out[-1][2]
+            if venv.autoreset_mode is AutoresetMode.DISABLED and dones.any():
+                out.append(venv.reset_envs(dones, seed=t))
+            out.append(list(venv.reset_infos))
+    return out
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED], ids=["next-step", "disabled"])
+def test_from_gymnasium_keeps_the_vector_envs_mode_bit_identical_to_dummy_vec_env(mode):
+    venv = from_gymnasium(SyncVectorEnv(ENV_FNS, autoreset_mode=mode))
+    assert venv.autoreset_mode is mode
+    got, want = trace_in_mode(venv), trace_in_mode(DummyVecEnv(ENV_FNS, autoreset_mode=mode))
+    assert_same(plain(got), plain(want))
+    assert sum(step[2].sum() for step in want[2:] if isinstance(step, tuple)) >= 6
+
+
+def test_from_gymnasium_refuses_a_mode_it_cannot_make(closing):
+    with pytest.raises(ValueError, match=r"from_gymnasium\(autoreset_mode='next_step'\): .* same_step; .*"
+                                         r"autoreset_mode=AutoresetMode.NEXT_STEP"):
+        from_gymnasium(closing(SyncVectorEnv(ENV_FNS, autoreset_mode=AutoresetMode.SAME_STEP)),
+                       autoreset_mode="next_step")
 
 
 def test_our_wrappers_over_from_gymnasium_match_them_over_dummy_vec_env():
@@ -169,13 +201,13 @@ def test_our_wrappers_over_from_gymnasium_match_them_over_dummy_vec_env():
                             [info.get("episode", {}).get("r") for info in infos]))
         return out
 
-    assert_same(run(from_gymnasium(gym.make_vec("CartPole-v1", 3, vectorization_mode="sync"))),
+    assert_same(run(from_gymnasium(gym.make_vec("CartPole-v1", 3, vectorization_mode="sync"), "same_step")),
                 run(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3)))
 
 
 def test_from_gymnasium_over_gymnasiums_own_wrappers(closing):
     inner = gym.wrappers.vector.RecordEpisodeStatistics(SyncVectorEnv([cartpole] * 2))
-    venv = closing(from_gymnasium(inner))
+    venv = closing(from_gymnasium(inner, autoreset_mode="same_step"))
     venv.seed(0)
     venv.reset()
     episodes = []

@@ -99,3 +99,23 @@ def test_sent_rows_out_of_play_take_any_placeholder_action() -> None:
         assert venv.active[rows].tolist() == [True, True, False]
         venv.send(np.array([0, 1, -5]), rows)
         assert len(venv.recv()[4]) == 3
+
+
+@pytest.mark.parametrize("mode", ["next_step", "disabled"])
+def test_next_step_and_disabled_are_refused_before_any_env_is_built(mode) -> None:
+    def no_env():
+        raise AssertionError("no env is built")
+
+    with pytest.raises(ValueError, match=rf"make_multiagent_vec_env\(\): autoreset_mode='{mode}' is refused for "
+                                         r"multi-agent rows: .*use autoreset_mode='same_step'"):
+        make_multiagent_vec_env(no_env, 2, vec_env_kwargs={"autoreset_mode": mode})
+
+
+def test_a_multi_agent_vec_env_over_a_next_step_vec_env_is_refused() -> None:
+    from vec_envs import DummyVecEnv
+    from vec_envs.multiagent import MultiAgentVecEnv
+    from vec_envs.multiagent.parallel_env_adapter import ParallelEnvAdapter
+
+    with DummyVecEnv([functools.partial(ParallelEnvAdapter, Relay)], autoreset_mode="next_step") as venv:
+        with pytest.raises(ValueError, match=r"MultiAgentVecEnv: autoreset_mode='next_step' is refused"):
+            MultiAgentVecEnv(venv, ["a"], venv.observation_space, venv.action_space)

@@ -2,9 +2,12 @@
 
 The engine (``ale_py.ALEVectorInterface``) runs the emulators and the DeepMind
 preprocessing in C++ threads (no worker processes, the GIL released while it works)
-and resets an env in the same step its episode ends. This module turns its batches
-into the baselines-style API: HWC observations, ``terminal_observation``, real game
-scores in ``infos[i]["episode"]``, ``seed()``, timeouts and the recv/send batches.
+and resets an env in the same step its episode ends, or at its next step: the engine's
+own autoreset modes (``SameStep``, ``NextStep``) serve ``autoreset_mode`` "same_step" and
+"next_step"; "disabled" runs it in ``NextStep`` and never steps an ended env before the
+agent resets it. This module turns its batches into the baselines-style API: HWC
+observations, ``terminal_observation``, real game scores in ``infos[i]["episode"]``,
+``seed()``, timeouts and the recv/send batches.
 """
 from __future__ import annotations
 
@@ -18,8 +21,9 @@ from gymnasium import spaces
 from vec_envs.ale.ale_options import AtariOptions
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
 from vec_envs.ale.games import import_ale, resolve_game
-from vec_envs.arguments import check_int, check_timeout
+from vec_envs.arguments import check_int, check_timeout, resolve_autoreset_mode
 from vec_envs.async_envs import check_batch_size
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.errors import EngineLimitError, EnvTimeoutError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -43,6 +47,10 @@ WHOLE_BATCHES = ("ALEVecEnv.{method}(): this ALEVecEnv was built with batch_size
 SEND_WHOLE_BATCH = ("ALEVecEnv.send(): ale-py's engine steps whole batches: send one action for each env "
                     "of the last recv(), env_ids {expected} (in any order); received env_ids {received}. "
                     "For per-env sends use " + ALTERNATIVE)
+DISABLED_NEEDS = ("ALEVecEnv(autoreset_mode='disabled'): {why}; use autoreset_mode='next_step' (the engine "
+                  "resets each ended env at its next step), or {fix}")
+ENGINE_MODES = {AutoresetMode.SAME_STEP: "SameStep", AutoresetMode.NEXT_STEP: "NextStep",
+                AutoresetMode.DISABLED: "NextStep"}
 ENV_METADATA = {"render_modes": ["rgb_array"], "render_fps": 30}  # as ale-py's AtariEnv (which adds "human")
 SEED_RANGE = 2**31  # the engine takes C ints; -1 keeps an env's own random stream
 
@@ -56,6 +64,20 @@ def _options(frame_stack: int, preprocessing: dict[str, Any]) -> AtariOptions:
         raise TypeError(f"ALEVecEnv: unknown option(s) {unknown}; the options are {valid} (the names of "
                         f"make_atari / wrap_deepmind), plus seed, batch_size, num_threads, timeout, "
                         f"render_mode") from None
+
+
+def _check_disabled(mode: AutoresetMode, options: AtariOptions, batch_size: int, num_envs: int) -> None:
+    """Disabled autoreset needs what the agent's resets need of the engine."""
+    if mode is not AutoresetMode.DISABLED:
+        return
+    if options.episode_life:
+        raise ValueError(DISABLED_NEEDS.format(
+            why="a lost life ends an episode under episode_life=True, and the engine resets the whole game when an "
+                "env is reset", fix="episode_life=False (infos[i]['lives'] says when a life is lost)"))
+    if batch_size != num_envs:
+        raise ValueError(DISABLED_NEEDS.format(
+            why=f"the engine resets some envs only when it steps whole batches, and batch_size={batch_size} < "
+                f"num_envs={num_envs}", fix="batch_size=None"))
 
 
 def _engine_seeds(seeds: list[int | None] | None, count: int) -> np.ndarray:
@@ -102,6 +124,11 @@ class ALEVecEnv(VecEnvBase):
         num_threads: engine threads (None: ``min(batch_size, CPU count)``).
         frame_stack: frames stacked on the last axis (1: none).
         timeout: default seconds for ``step_wait`` / ``recv`` (None: no limit).
+        autoreset_mode: ``"same_step"`` (default), ``"next_step"`` (the engine's
+            ``NextStep``: an ended env's row is its last frame, its next row its reset, and
+            the game's ``infos[i]["episode"]`` comes with that reset row, when the engine
+            has reset the game) or ``"disabled"`` (needs ``episode_life=False`` and
+            ``batch_size=None``: the agent resets ended games with ``reset_envs``).
         render_mode: None or ``"rgb_array"``; either way ``get_images`` gives the
             preprocessed frames (the engine keeps no RGB screens).
         **preprocessing: ``noop_max``, ``frame_skip``, ``episode_life``, ``fire_reset``,
@@ -133,8 +160,10 @@ class ALEVecEnv(VecEnvBase):
 
     def __init__(self, game: str, num_envs: int, *, seed: int | None = None, batch_size: int | None = None,
                  num_threads: int | None = None, frame_stack: int = 1, timeout: float | None = None,
-                 render_mode: str | None = None, **preprocessing: Any) -> None:
+                 render_mode: str | None = None, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+                 **preprocessing: Any) -> None:
         check_int("ALEVecEnv: num_envs", num_envs)
+        mode = resolve_autoreset_mode(autoreset_mode, "ALEVecEnv")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"ALEVecEnv: render_mode must be None or 'rgb_array', received {render_mode!r}; "
                              f"render(mode='human') shows the envs tiled in one window")
@@ -146,11 +175,14 @@ class ALEVecEnv(VecEnvBase):
         self._num_threads = 0 if num_threads is None else check_int(
             "ALEVecEnv: num_threads", num_threads, alternatives="or None (min(batch_size, CPU count))")
         self.batch_size = check_batch_size(batch_size, int(num_envs), "ALEVecEnv")  # the engine needs it first
+        _check_disabled(mode, self.options, self.batch_size, int(num_envs))
+        self._engine_mode = ENGINE_MODES[mode]
         self._init_batching(int(num_envs))
         self._engine = self._build_engine()
         observation_space = spaces.Box(0, 255, self.options.observation_shape, np.uint8)
         action_space = spaces.Discrete(len(self._engine.get_action_set()))
-        super().__init__(int(num_envs), observation_space, action_space, batch_size)
+        super().__init__(int(num_envs), observation_space, action_space, batch_size, mode)
+        self._after_end = np.zeros(self.num_envs, np.bool_)  # next-step: the env's next row is its reset
         self.tracker = EpisodeTracker(self.num_envs, self.options.clip_rewards)
         self._frames: list[tuple[np.ndarray, int] | None] = [None] * self.num_envs
         if seed is not None:
@@ -169,7 +201,7 @@ class ALEVecEnv(VecEnvBase):
     def _build_engine(self) -> Any:
         return import_ale().ALEVectorInterface(
             rom_path=self._rom_path, num_envs=self._engine_envs, batch_size=0 if self._ordered else self.batch_size,
-            num_threads=self._num_threads, thread_affinity_offset=-1, autoreset_mode="SameStep",
+            num_threads=self._num_threads, thread_affinity_offset=-1, autoreset_mode=self._engine_mode,
             **self.options.engine_kwargs())
 
     # ------------------------------------------------------------ lock-step
@@ -179,6 +211,7 @@ class ALEVecEnv(VecEnvBase):
         env_ids = np.arange(self.num_envs)
         obs, counters = self._engine.reset(env_ids, _engine_seeds(seeds, self.num_envs))
         self.reset_infos = self.tracker.start(counters["env_id"], counters)
+        self._after_end[:] = False
         self._awaiting = None
         return self._remember(_to_hwc(obs), counters["env_id"])
 
@@ -192,15 +225,28 @@ class ALEVecEnv(VecEnvBase):
         return obs, rewards, dones, infos
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
-        self._check_ordered("reset_single_env")
-        self._drain("reset_single_env")
-        obs, counters = self._engine.reset(np.array([index]), _engine_seeds([seed], 1))
-        row = int(np.flatnonzero(counters["env_id"] == index)[0])
-        mine = {key: counters[key][row:row + 1] for key in ("env_id", *INFO_KEYS)}
-        self.reset_infos[index] = self.tracker.start(mine["env_id"], mine)[0]
-        frames = _to_hwc(obs[row:row + 1])
+        return self._reset_some([index], [seed], "reset_single_env")[0]
+
+    def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
+        if any(options):
+            raise EngineLimitError(NO_OPTIONS.format(options=options))
+        return self._reset_some(indices, seeds, "reset_envs")
+
+    def _reset_some(self, indices: list[int], seeds: list[int | None], method: str) -> np.ndarray:
+        """Reset envs ``indices`` alone; their frames, in that order."""
+        self._check_ordered(method)
+        self._drain(method)
+        obs, counters = self._engine.reset(np.array(indices), _engine_seeds(seeds, len(indices)))
+        rows = np.empty(len(indices), np.int64)
+        for j, index in enumerate(indices):
+            rows[j] = np.flatnonzero(counters["env_id"] == index)[0]
+        mine = {key: counters[key][rows] for key in ("env_id", *INFO_KEYS)}
+        for index, info in zip(indices, self.tracker.start(mine["env_id"], mine)):
+            self.reset_infos[index] = info
+        self._after_end[indices] = False
+        frames = _to_hwc(obs[rows])
         self._remember(frames, mine["env_id"])
-        return frames[0]
+        return frames
 
     # ---------------------------------------------------------- async batches
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
@@ -208,6 +254,7 @@ class ALEVecEnv(VecEnvBase):
         obs, counters = self._engine.reset(np.arange(self.num_envs), _engine_seeds(seeds, self.num_envs))
         env_ids = counters["env_id"]
         infos = self.tracker.start(env_ids, counters)
+        self._after_end[:] = False
         for row, env in enumerate(env_ids.tolist()):
             self.reset_infos[env] = dict(infos[row])
         count = len(env_ids)
@@ -276,6 +323,8 @@ class ALEVecEnv(VecEnvBase):
         """An engine batch as ``(obs, rewards, dones, infos, env_ids)``, bookkept."""
         obs, raw_rewards, terminated, truncated, counters = result
         env_ids = counters["env_id"]
+        if self._engine_mode == "NextStep":
+            return self._stepped_later(obs, raw_rewards, terminated, truncated, counters, env_ids)
         rows = self.tracker.step(env_ids, raw_rewards, terminated, truncated, counters)
         obs = self._remember(_to_hwc(obs), env_ids)
         if rows.dones.any():
@@ -289,6 +338,20 @@ class ALEVecEnv(VecEnvBase):
                 info["terminal_observation"] = np.array(terminal[row])
                 info["TimeLimit.truncated"] = bool(truncated[row] and not terminated[row])
         return obs, rows.rewards, rows.dones, rows.infos, env_ids.astype(np.int64)
+
+    def _stepped_later(self, obs: np.ndarray, raw_rewards: np.ndarray, terminated: np.ndarray,
+                       truncated: np.ndarray, counters: dict[str, np.ndarray], env_ids: np.ndarray) -> tuple:
+        """An engine batch in ``NextStep`` mode: an ended env's row is its last frame (its info
+        with ``TimeLimit.truncated``), its next row the engine's reset of it; a game's
+        ``episode`` comes with the row where the engine reset the game (next-step), or
+        with its last row (disabled: every end is a game's, the agent resets it)."""
+        after_end = self._after_end[env_ids]
+        rows = self.tracker.step_later(env_ids, raw_rewards, terminated, truncated, counters, after_end,
+                                       self.autoreset_mode is AutoresetMode.DISABLED)
+        self._after_end[env_ids] = rows.dones
+        for row in np.flatnonzero(rows.dones).tolist():
+            rows.infos[row]["TimeLimit.truncated"] = bool(truncated[row] and not terminated[row])
+        return self._remember(_to_hwc(obs), env_ids), rows.rewards, rows.dones, rows.infos, env_ids.astype(np.int64)
 
     def _remember(self, obs: np.ndarray, env_ids: np.ndarray) -> np.ndarray:
         """Keep where each env's latest frame is, for ``get_images``."""

@@ -5,7 +5,9 @@ The engine reports a lost life as ``terminated`` without resetting the game, and
 overwrites a reset env's counters with the new episode's. Whether a row was reset is
 read off the frame counters: stepping advances the emulator's frame counter and the
 episode's frame counter alike, while a reset restarts the episode's counter, so for a
-reset row ``frame_number - previous frame_number`` exceeds the episode's count.
+reset row ``frame_number - previous frame_number`` exceeds the episode's count. An engine
+in ``NextStep`` mode resets an ended env at its next step (``step_later``): the game's
+record goes with that reset row, the first row where the engine shows it reset the game.
 """
 from __future__ import annotations
 
@@ -78,6 +80,31 @@ class EpisodeTracker:
             reset = advanced != episode_frames - self.episode_frames[env_ids]
             if reset.any():
                 self._end_games(env_ids, reset, advanced - episode_frames, infos)
+        self.frame_number[env_ids] = frame_number
+        self.episode_frames[env_ids] = episode_frames
+        rewards = np.sign(raw_rewards) if self.clip_rewards else raw_rewards
+        return StepRows(rewards.astype(np.float32), dones, reset, infos)
+
+    def step_later(self, env_ids: np.ndarray, raw_rewards: np.ndarray, terminated: np.ndarray,
+                   truncated: np.ndarray, counters: dict[str, np.ndarray], after_end: np.ndarray,
+                   ends_are_games: bool) -> StepRows:
+        """Bookkeep a batch of an engine that resets an ended env at its next step: rows
+        ``after_end`` (their env ended at its previous row) are resets, and where the
+        counters show a new game the old game's record goes with them; with
+        ``ends_are_games`` (no lost life ends an episode, nothing resets without the agent)
+        it goes with the row that ended the game instead."""
+        frame_number, episode_frames = counters["frame_number"], counters["episode_frame_number"]
+        self.scores[env_ids] += raw_rewards
+        infos = _info_dicts(counters)
+        dones = terminated | truncated
+        reset = np.zeros(len(env_ids), np.bool_)
+        if ends_are_games and dones.any():
+            self._end_games(env_ids, dones, episode_frames - self.episode_frames[env_ids], infos)
+        elif after_end.any():
+            advanced = frame_number - self.frame_number[env_ids]
+            reset = after_end & (advanced != episode_frames - self.episode_frames[env_ids])
+            if reset.any():
+                self._end_games(env_ids, reset, np.zeros(len(env_ids), np.int64), infos)
         self.frame_number[env_ids] = frame_number
         self.episode_frames[env_ids] = episode_frames
         rewards = np.sign(raw_rewards) if self.clip_rewards else raw_rewards

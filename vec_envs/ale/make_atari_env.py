@@ -19,7 +19,7 @@ import gymnasium as gym
 
 from vec_envs.ale.deepmind_wrappers import make_atari, wrap_deepmind
 from vec_envs.ale.games import resolve_game
-from vec_envs.arguments import check_int
+from vec_envs.arguments import backend_kwargs, check_int
 from vec_envs.monitoring.episode_monitor import EpisodeMonitor
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -79,7 +79,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
                    vec_env_kwargs: dict[str, Any] | None = None,
                    wrapper_kwargs: dict[str, Any] | None = None,
                    env_kwargs: dict[str, Any] | None = None,
-                   monitor_dir: str | None = None) -> VecEnvBase:
+                   monitor_dir: str | None = None, autoreset_mode: Any = None) -> VecEnvBase:
     """``n_envs`` preprocessed Atari envs as one VecEnv (no frame stacking: add
     ``VecFrameStack``).
 
@@ -99,6 +99,8 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
         env_kwargs: keyword arguments of ``make_atari`` (``render_mode``,
             ``repeat_action_probability``, ...).
         monitor_dir: if given, env i writes ``<monitor_dir>/<i>.monitor.csv``.
+        autoreset_mode: the backend's ``autoreset_mode`` (``"same_step"``, ``"next_step"``,
+            ``"disabled"``; None: the backend's default, same-step, or ``vec_env_kwargs``'s).
 
     Example:
         >>> from vec_envs.wrappers import VecFrameStack
@@ -111,6 +113,7 @@ def make_atari_env(env_id: str, n_envs: int = 1, seed: int | None = 0,
     env_kwargs, wrapper_kwargs = dict(env_kwargs or {}), dict(wrapper_kwargs or {})
     _check_kwargs(make_atari, env_kwargs, "env_kwargs")
     _check_kwargs(wrap_deepmind, wrapper_kwargs, "wrapper_kwargs")
+    vec_env_kwargs = backend_kwargs(vec_env_kwargs, autoreset_mode, "make_atari_env()")
     if getattr(vec_env_cls, "preprocesses_atari", False):  # ALEVecEnv: the engine builds the envs
         return _make_engine_venv(vec_env_cls, game.rom, int(n_envs), seed, vec_env_kwargs, wrapper_kwargs,
                                  env_kwargs, monitor_dir)

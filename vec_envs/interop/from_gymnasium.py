@@ -1,4 +1,4 @@
-"""from_gymnasium: any ``gymnasium.vector.VectorEnv`` as a VecEnv (same-step auto-reset)."""
+"""from_gymnasium: any ``gymnasium.vector.VectorEnv`` as a VecEnv, in its own autoreset mode or same-step."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -8,8 +8,10 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from vec_envs.arguments import resolve_autoreset_mode
+from vec_envs.autoreset import mode_name
 from vec_envs.interop.infos import split_infos
-from vec_envs.spaces.batching import copy_obs, get_row, slice_batch, write_rows
+from vec_envs.spaces.batching import copy_obs, get_row, slice_batch, take_rows, write_rows
 from vec_envs.stepping.env_slice import env_attr, is_wrapped
 from vec_envs.types import Info, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -21,22 +23,31 @@ NEEDS_ENVS = ("FromGymnasiumVecEnv.{method}(indices={indices!r}): reaching some 
               "indices=None for every env")
 NO_STATES = ("FromGymnasiumVecEnv.{method}(): a gymnasium vector env gives no access to env states; "
              "build the envs with a vec_envs backend (DummyVecEnv, SubprocVecEnv) to plan")
-ONE_OPTIONS = ("FromGymnasiumVecEnv.set_options(): received {options!r}, but a gymnasium vector env "
+ONE_OPTIONS = ("FromGymnasiumVecEnv.{method}(): received {options!r}, but a gymnasium vector env "
                "resets every env with the same options; give one dict for every env")
+NO_CONVERSION = ("from_gymnasium(autoreset_mode={asked!r}): the gymnasium vector env resets its envs with "
+                 "{own}; the VecEnv keeps that mode (autoreset_mode=None) or turns it into same-step "
+                 "(autoreset_mode='same_step'); for {asked_name} build the gymnasium vector env with "
+                 "autoreset_mode=AutoresetMode.{member}")
 
 
 class FromGymnasiumVecEnv(VecEnvBase):
     """A ``gymnasium.vector.VectorEnv`` behind the VecEnv contract.
 
-    Whatever its ``metadata["autoreset_mode"]`` (next-step, the default when absent;
-    same-step; disabled), an env whose episode ended is reset in the same ``step``, with
-    ``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]``; for
-    next-step and disabled modes the ended envs are reset with gymnasium's
-    ``reset(options={"reset_mask": dones})``. Over ``SyncVectorEnv`` the results are
-    bit-identical to ``DummyVecEnv`` over the same env fns.
+    By default the VecEnv has the vector env's own autoreset mode (its
+    ``metadata["autoreset_mode"]``; next-step when absent): its rows pass through, an
+    ended env's info gaining ``TimeLimit.truncated``, and ``reset_envs`` is gymnasium's
+    ``reset(options={"reset_mask": ...})``. With ``autoreset_mode="same_step"`` a next-step
+    or disabled vector env is turned into same-step: an env whose episode ended is reset
+    in the same ``step`` (with gymnasium's ``reset(options={"reset_mask": dones})``), with
+    ``infos[i]["terminal_observation"]`` and ``infos[i]["TimeLimit.truncated"]``. Over
+    ``SyncVectorEnv`` the results are bit-identical to ``DummyVecEnv`` over the same env
+    fns in the same mode.
 
     Args:
         vector_env: the gymnasium vector env; closing this closes it.
+        autoreset_mode: None (its own), or ``"same_step"`` (SB3-style agents and
+            ``to_sb3`` need it); another mode than its own is a ValueError.
 
     Example:
         >>> import gymnasium as gym
@@ -50,14 +61,19 @@ class FromGymnasiumVecEnv(VecEnvBase):
         >>> venv.close()
     """
 
-    def __init__(self, vector_env: VectorEnv) -> None:
+    def __init__(self, vector_env: VectorEnv, autoreset_mode: AutoresetMode | str | None = None) -> None:
         if not isinstance(vector_env, VectorEnv):
             raise TypeError(f"from_gymnasium(): expected a gymnasium.vector.VectorEnv, received "
                             f"{type(vector_env).__name__}")
         self.vector_env: Any = vector_env  # Sync / Async methods (get_attr, call, step_async) too
-        self.autoreset_mode = vector_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        own = vector_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        mode = own if autoreset_mode is None else resolve_autoreset_mode(autoreset_mode, "from_gymnasium()")
+        if mode not in (own, AutoresetMode.SAME_STEP):
+            raise ValueError(NO_CONVERSION.format(asked=autoreset_mode, own=mode_name(own), asked_name=mode_name(mode),
+                                                  member=mode.name))
+        self._gym_mode = own  # the vector env's mode: same-step rows, or rows reset by mask here
         super().__init__(vector_env.num_envs, vector_env.single_observation_space,
-                         vector_env.single_action_space)
+                         vector_env.single_action_space, autoreset_mode=mode)
         self._actions: Any = None
         self._asynchronous = isinstance(vector_env, AsyncVectorEnv)
 
@@ -71,16 +87,30 @@ class FromGymnasiumVecEnv(VecEnvBase):
         super().set_options(options)
         if self._options and any(entry != self._options[0] for entry in self._options):
             self._options = None
-            raise ValueError(ONE_OPTIONS.format(options=options))
+            raise ValueError(ONE_OPTIONS.format(method="set_options", options=options))
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
         obs, reset_infos = self._reset_masked(np.arange(self.num_envs) == index, seed)
         self.reset_infos[index] = reset_infos[index]
         return copy_obs(get_row(obs, index))
 
-    def _reset_masked(self, mask: np.ndarray, seed: int | None = None) -> tuple[VecEnvObs, list[Info]]:
-        seeds = [seed if m else None for m in mask]
-        obs, infos = self.vector_env.reset(seed=seeds, options={"reset_mask": mask})
+    def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
+        if any(entry != options[0] for entry in options):
+            raise ValueError(ONE_OPTIONS.format(method="reset_envs", options=options))
+        mask = np.zeros(self.num_envs, np.bool_)
+        mask[indices] = True
+        every: list[int | None] = [None] * self.num_envs
+        for i, seed in zip(indices, seeds):
+            every[i] = seed
+        obs, reset_infos = self._reset_masked(mask, every, options[0])
+        for i in indices:
+            self.reset_infos[i] = reset_infos[i]
+        return take_rows(obs, np.asarray(indices, np.int64))
+
+    def _reset_masked(self, mask: np.ndarray, seed: int | None | list[int | None] = None,
+                      options: dict[str, Any] | None = None) -> tuple[VecEnvObs, list[Info]]:
+        seeds = seed if isinstance(seed, list) else [seed if m else None for m in mask]
+        obs, infos = self.vector_env.reset(seed=seeds, options={**(options or {}), "reset_mask": mask})
         return obs, split_infos(infos, self.num_envs)
 
     def _step_async(self, actions: Any) -> None:
@@ -101,8 +131,12 @@ class FromGymnasiumVecEnv(VecEnvBase):
             result = self.vector_env.step(self._actions)
         obs, rewards, terminations, truncations, batched = result
         dones = np.logical_or(terminations, truncations)
-        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+        if self._gym_mode == AutoresetMode.SAME_STEP:
             infos = self._same_step_infos(batched, dones, terminations, truncations)
+        elif self.autoreset_mode != AutoresetMode.SAME_STEP:  # its own mode: the rows are ours already
+            infos = split_infos(batched, self.num_envs)
+            for i in np.flatnonzero(dones).tolist():
+                infos[i]["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
         else:
             obs, infos = self._reset_ended(obs, split_infos(batched, self.num_envs), dones, terminations,
                                            truncations)
@@ -204,8 +238,8 @@ def _terminal_info(info: Info, final_obs: Any, terminated: bool, truncated: bool
     return info
 
 
-def from_gymnasium(vector_env: VectorEnv) -> FromGymnasiumVecEnv:
-    """``vector_env`` as a VecEnv (see ``FromGymnasiumVecEnv``).
+def from_gymnasium(vector_env: VectorEnv, autoreset_mode: AutoresetMode | str | None = None) -> FromGymnasiumVecEnv:
+    """``vector_env`` as a VecEnv, in its own autoreset mode or same-step (see ``FromGymnasiumVecEnv``).
 
     Example:
         >>> import gymnasium as gym
@@ -215,4 +249,4 @@ def from_gymnasium(vector_env: VectorEnv) -> FromGymnasiumVecEnv:
         (2, 4)
         >>> venv.close()
     """
-    return FromGymnasiumVecEnv(vector_env)
+    return FromGymnasiumVecEnv(vector_env, autoreset_mode)

@@ -5,8 +5,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from vec_envs.arguments import resolve_autoreset_mode
+from vec_envs.autoreset import AutoresetMode, mode_name
 from vec_envs.make_vec_env import make_vec_env
-from vec_envs.multiagent.multiagent_vec_env import MultiAgentVecEnv
+from vec_envs.multiagent.multiagent_vec_env import SAME_STEP_ONLY, MultiAgentVecEnv
 from vec_envs.multiagent.parallel_env_adapter import ParallelEnvAdapter
 from vec_envs.vec_env_base import VecEnvBase
 
@@ -41,6 +43,10 @@ def make_multiagent_vec_env(parallel_env_fn: Callable[[], Any], n_envs: int = 1,
         (12, 18)
         >>> venv.close()
     """
+    mode = resolve_autoreset_mode((vec_env_kwargs or {}).get("autoreset_mode", AutoresetMode.SAME_STEP),
+                                  "make_multiagent_vec_env()")
+    if mode is not AutoresetMode.SAME_STEP:  # before any env is built
+        raise ValueError(SAME_STEP_ONLY.format(where="make_multiagent_vec_env()", mode=mode_name(mode)))
     venv = make_vec_env(functools.partial(ParallelEnvAdapter, parallel_env_fn), n_envs=n_envs,
                         vec_env_cls=vec_env_cls, vec_env_kwargs=vec_env_kwargs)
     try:

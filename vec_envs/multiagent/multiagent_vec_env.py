@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from vec_envs.autoreset import AutoresetMode, mode_name
 from vec_envs.multiagent.agent_rows import AgentRows, RowBatch, first_infos
 from vec_envs.multiagent.parallel_env_adapter import ACTIVE
 from vec_envs.spaces.checks import with_placeholders
@@ -17,6 +18,11 @@ __all__ = ["MultiAgentVecEnv"]
 
 NO_SINGLE_RESET = ("MultiAgentVecEnv.reset_single_env(): row {index} is agent {agent!r} of env {env}, whose "
                    "agents reset together, on their own when none is left; call reset() to reset every env")
+SAME_STEP_ONLY = ("{where}: autoreset_mode={mode!r} is refused for multi-agent rows: an env resets when no agent of "
+                  "it is left, and its rows that ended before (agents out of play: zeros, reward 0, done False) "
+                  "would have no last row to show at a later step, nor a reset row of their own; use "
+                  "autoreset_mode='same_step' (the default), where each agent's end is its row's done with "
+                  "terminal_observation")
 
 
 class MultiAgentVecEnv(VecEnvBase):
@@ -46,6 +52,8 @@ class MultiAgentVecEnv(VecEnvBase):
 
     def __init__(self, venv: VecEnvBase, agents: Sequence[str], observation_space: spaces.Space,
                  action_space: spaces.Space) -> None:
+        if venv.autoreset_mode is not AutoresetMode.SAME_STEP:
+            raise ValueError(SAME_STEP_ONLY.format(where="MultiAgentVecEnv", mode=mode_name(venv.autoreset_mode)))
         self.venv = venv
         self.layout = AgentRows(agents, venv.num_envs)
         self.n_envs = venv.num_envs

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from vec_envs.arguments import check_env_fns
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.extras import install_hint
 from vec_envs.types import EnvFn
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
@@ -94,6 +95,9 @@ class RayVecEnv(WorkerVecEnv):
         batch_size: envs per ``recv`` (None: all). ``send`` makes one remote call per actor
             for the envs sent to it (envs sent while the actor is busy go in its next call);
             ``recv`` waits on the calls out with one ``ray.wait``.
+        autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"`` (or
+            gymnasium's ``AutoresetMode``): what an env's rows are after its episode ends
+            (``vec_envs.autoreset``).
 
     Example:
         >>> import gymnasium as gym
@@ -109,7 +113,8 @@ class RayVecEnv(WorkerVecEnv):
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
                  scheduling: str = "spread", timeout: float | None = None, on_error: str = "raise",
-                 max_restarts: int = 10, copy: bool = True, batch_size: int | None = None) -> None:
+                 max_restarts: int = 10, copy: bool = True, batch_size: int | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         env_fns = check_env_fns(env_fns, "RayVecEnv", picklable=True)  # before Ray starts
         if scheduling not in SCHEDULING:
             raise ValueError(f"scheduling must be one of {SCHEDULING}, received {scheduling!r}")
@@ -127,7 +132,8 @@ class RayVecEnv(WorkerVecEnv):
             self._connect()
             in_series = resolve_in_series("auto", len(env_fns), int(self._ray.cluster_resources().get("CPU", 0)))
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout,
-                         on_error=on_error, max_restarts=max_restarts, batch_size=batch_size)
+                         on_error=on_error, max_restarts=max_restarts, batch_size=batch_size,
+                         autoreset_mode=autoreset_mode)
 
     def _connect(self) -> None:
         self.started_ray = connect_ray(self.address) or self.started_ray

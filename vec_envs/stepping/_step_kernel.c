@@ -14,6 +14,13 @@
  * reset observation (of the same kind, with an info dict) stored in the row and a copy of
  * its reset info in `reset_infos`.
  *
+ * With `pending` flags (deferred resets: next-step and disabled autoreset) an episode's
+ * end leaves the last observation in the row, sets TimeLimit.truncated in the terminal
+ * rows and the env's pending flag, and resets nothing; an env whose pending flag is set
+ * is reset instead of stepped (its action unread): the reset observation in its row,
+ * reward 0, done False, and a copy of its reset info as its info. Same work per step as
+ * the same-step loop: one flag read.
+ *
  * With an on_done hook (a reader waits for each env as soon as it is done), each env
  * stored here that had nothing to say (an empty info, and an empty reset info after an
  * episode's end) is reported to it at once, after its rows are written; each one that had
@@ -59,6 +66,7 @@ typedef struct {
     PyObject *ndarray;      /* numpy.ndarray: only exact arrays are copied */
     Py_ssize_t row_bytes;
     PyObject *said;         /* the list of envs with something to say (with on_done), or NULL */
+    Py_buffer pending;      /* bool per env: reset at its next step (obj NULL: resets in the same step) */
 } Rows;
 
 /* What the loop calls after each env it stored (a reader may be waiting for that env):
@@ -117,16 +125,17 @@ static void release_rows(Rows *r)
     if (r->terminal_obs.obj) PyBuffer_Release(&r->terminal_obs);
     if (r->truncated.obj) PyBuffer_Release(&r->truncated);
     if (r->running_view.obj) PyBuffer_Release(&r->running_view);
+    if (r->pending.obj) PyBuffer_Release(&r->pending);
 }
 
 static int get_rows(PyObject *spec, Rows *r)
 {
-    PyObject *obs, *rewards, *dones, *terminal_obs, *truncated, *running;
+    PyObject *obs, *rewards, *dones, *terminal_obs, *truncated, *running, *pending = Py_None;
     const int flags = PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
     memset(r, 0, sizeof(*r));
-    if (!PyArg_ParseTuple(spec, "O!OOOOOO!OnO!O!:rows", &PyList_Type, &r->envs, &obs, &rewards, &dones,
+    if (!PyArg_ParseTuple(spec, "O!OOOOOO!OnO!O!|O:rows", &PyList_Type, &r->envs, &obs, &rewards, &dones,
                           &terminal_obs, &truncated, &PyList_Type, &r->reset_infos, &running, &r->first_index,
-                          &PyTuple_Type, &r->reward_types, &PyType_Type, &r->ndarray))
+                          &PyTuple_Type, &r->reward_types, &PyType_Type, &r->ndarray, &pending))
         return -1;
     if (PyObject_GetBuffer(obs, &r->obs, flags) < 0 || PyObject_GetBuffer(rewards, &r->rewards, flags) < 0
         || PyObject_GetBuffer(dones, &r->dones, flags) < 0)
@@ -143,7 +152,13 @@ static int get_rows(PyObject *spec, Rows *r)
         }
         r->running = (int64_t *)r->running_view.buf;
     }
+    if (pending != Py_None && PyObject_GetBuffer(pending, &r->pending, flags) < 0)
+        goto fail;
     const Py_ssize_t n = PyList_GET_SIZE(r->envs);
+    if (r->pending.obj && (strcmp(r->pending.format, "?") != 0 || r->pending.len != n)) {
+        PyErr_SetString(PyExc_ValueError, "rows: the pending flags must be a bool per env");
+        goto fail;
+    }
     if (strcmp(r->rewards.format, "f") != 0 || r->rewards.len != n * 4
         || strcmp(r->dones.format, "?") != 0 || r->dones.len != n
         || r->obs.ndim < 1 || r->obs.shape[0] != n || PyList_GET_SIZE(r->reset_infos) != n
@@ -226,7 +241,10 @@ static int settle_step(Rows *r, PyObject *result, Py_ssize_t k, PyObject **reset
     *info_copy = PyDict_GET_SIZE(info) ? PyDict_Copy(info) : PyDict_New();
     if (*info_copy == NULL)
         return FAILED;
-    if (ended) {
+    if (ended && r->pending.obj) { /* deferred: the last observation stays, the reset waits */
+        ((char *)r->truncated.buf)[k] = truncated == Py_True && terminated == Py_False;
+        ((char *)r->pending.buf)[k] = 1;
+    } else if (ended) {
         memcpy((char *)r->terminal_obs.buf + k * r->row_bytes, (char *)r->obs.buf + k * r->row_bytes,
                (size_t)r->row_bytes);
         ((char *)r->truncated.buf)[k] = truncated == Py_True && terminated == Py_False;
@@ -351,16 +369,71 @@ static int has_said(Rows *r, Py_ssize_t k, PyObject *info)
 {
     if (PyDict_GET_SIZE(info))
         return 1;
-    if (!((char *)r->dones.buf)[k] || k >= PyList_GET_SIZE(r->reset_infos))
+    if (!((char *)r->dones.buf)[k] || r->pending.obj || k >= PyList_GET_SIZE(r->reset_infos))
         return 0;
     PyObject *reset_info = PyList_GET_ITEM(r->reset_infos, k);
     return !PyDict_CheckExact(reset_info) || PyDict_GET_SIZE(reset_info) != 0;
+}
+
+/* Env k is stored with `info` (stolen): append it to `infos`, clear the running slot, then
+ * report it done, or keep it in `said` when it has something to say. 0, or -1 on error. */
+static int stored(Rows *r, const OnDone *d, Py_ssize_t k, PyObject *infos, PyObject *info)
+{
+    const int appended = PyList_Append(infos, info) == 0;
+    const int talked = appended && r->said != NULL && has_said(r, k, info);
+    Py_DECREF(info);
+    if (!appended)
+        return -1;
+    if (r->running)
+        *r->running = 0;
+    if (!talked)
+        return done(d, k);
+    PyObject *index = PyLong_FromSsize_t(k);
+    const int kept = index != NULL && PyList_Append(r->said, index) == 0;
+    Py_XDECREF(index);
+    return kept ? 0 : -1;
+}
+
+/* Env k's episode ended at its last step: reset it in place of a step. 0 when stored, else
+ * -1 with *out set (Python settles the reset's result or exception) or an exception. */
+static int reset_pending(Rows *r, const OnDone *d, Py_ssize_t k, PyObject *infos, PyObject **out)
+{
+    if (k >= PyList_GET_SIZE(r->envs)) {
+        PyErr_Format(PyExc_IndexError, "step_quiet: env %zd is gone from the slice's list", k);
+        return -1;
+    }
+    PyObject *env = PyList_GET_ITEM(r->envs, k);
+    Py_INCREF(env); /* held while its reset() runs, whatever it does to the list */
+    if (r->running)
+        *r->running = r->first_index + k + 1;
+    PyObject *args[3] = {env, Py_None, Py_None};
+    PyObject *result = PyObject_VectorcallMethod(RESET_NAME, args, 1, RESET_KWNAMES);
+    Py_DECREF(env);
+    const int reset = result == NULL ? FAILED : settle_reset(r, result, k);
+    if (reset != STORED) {
+        if (result == NULL || reset == TO_PYTHON) {
+            *out = to_python(k, result, 1, NULL);
+            return -1;
+        }
+        Py_DECREF(result);
+        return -1;
+    }
+    Py_DECREF(result);
+    ((float *)r->rewards.buf)[k] = 0.0f;
+    ((char *)r->dones.buf)[k] = 0;
+    ((char *)r->pending.buf)[k] = 0;
+    PyObject *info = PyDict_Copy(PyList_GET_ITEM(r->reset_infos, k)); /* settle_reset set it */
+    if (info == NULL)
+        return -1;
+    return stored(r, d, k, infos, info);
 }
 
 /* Step env k: 0 when stored, else -1 with *out set (Python takes over) or an exception. */
 static int step_one(Rows *r, const OnDone *d, PyObject *actions, Py_ssize_t offset, Py_ssize_t k, PyObject *infos,
                     PyObject **out)
 {
+    if (r->pending.obj && ((char *)r->pending.buf)[k])
+        return reset_pending(r, d, k, infos, out);
     PyObject *reset_result = NULL, *info = NULL, *result = call_step(r, actions, offset, k);
     const int step = result == NULL ? FAILED : settle_step(r, result, k, &reset_result, &info);
     if (step == TO_PYTHON) {
@@ -377,19 +450,7 @@ static int step_one(Rows *r, const OnDone *d, PyObject *actions, Py_ssize_t offs
         Py_DECREF(info);
         return -1;
     }
-    const int appended = PyList_Append(infos, info) == 0;
-    const int talked = appended && r->said != NULL && has_said(r, k, info);
-    Py_DECREF(info);
-    if (!appended)
-        return -1;
-    if (r->running)
-        *r->running = 0;
-    if (!talked)
-        return done(d, k);
-    PyObject *index = PyLong_FromSsize_t(k);
-    const int kept = index != NULL && PyList_Append(r->said, index) == 0;
-    Py_XDECREF(index);
-    return kept ? 0 : -1;
+    return stored(r, d, k, infos, info);
 }
 
 static PyObject *step_quiet(PyObject *self, PyObject *args)
@@ -432,7 +493,8 @@ PyDoc_STRVAR(ended_infos_doc,
 "ended_infos(n, ended, ids, rows, truncated, reset_infos) -> list\n\n"
 "The n infos of a batch where no env had anything to say: empty dicts, but at each place\n"
 "ended[j] {\"terminal_observation\": rows[j], \"TimeLimit.truncated\": truncated[j]}, and\n"
-"reset_infos[ids[j]] = {} (the env was reset with nothing to say).");
+"reset_infos[ids[j]] = {} (the env was reset with nothing to say). Deferred resets (next-step,\n"
+"disabled): rows and reset_infos None, the infos {\"TimeLimit.truncated\": truncated[j]}.");
 
 static PyObject *terminal_key, *truncated_key;  /* interned at import */
 
@@ -454,41 +516,43 @@ static int get_vector(PyObject *obj, Py_buffer *view, char kind, const char *nam
     return 0;
 }
 
-/* {"terminal_observation": row, "TimeLimit.truncated": truncated}, or NULL. */
+/* {"terminal_observation": row (none when row is NULL), "TimeLimit.truncated": truncated}, or NULL. */
 static PyObject *terminal_info(PyObject *row, int truncated)
 {
     PyObject *info = PyDict_New();
-    if (info != NULL && (PyDict_SetItem(info, terminal_key, row) < 0
+    if (info != NULL && ((row != NULL && PyDict_SetItem(info, terminal_key, row) < 0)
                          || PyDict_SetItem(info, truncated_key, truncated ? Py_True : Py_False) < 0))
         Py_CLEAR(info);
     return info;
 }
 
-/* The ended envs' infos into `infos` (at their places) and empty reset infos; -1 on error. */
+/* The ended envs' infos into `infos` (at their places) and empty reset infos (rows and
+ * reset_infos None: deferred resets, TimeLimit.truncated only); -1 on error. */
 static int fill_ended(PyObject *infos, const Py_buffer *v, PyObject *rows, PyObject *reset_infos)
 {
     const int64_t *ended = v[0].buf, *ids = v[1].buf;
     const char *truncated = v[2].buf;
     const Py_ssize_t n = PyList_GET_SIZE(infos);
+    const Py_ssize_t envs = reset_infos == Py_None ? PY_SSIZE_T_MAX : PyList_GET_SIZE(reset_infos);
     for (Py_ssize_t j = 0; j < v[0].shape[0]; j++) {
-        if (ended[j] < 0 || ended[j] >= n || ids[j] < 0 || ids[j] >= PyList_GET_SIZE(reset_infos)) {
+        if (ended[j] < 0 || ended[j] >= n || ids[j] < 0 || ids[j] >= envs) {
             PyErr_Format(PyExc_IndexError, "ended_infos: place %lld of %zd, env %lld of %zd",
-                         (long long)ended[j], n, (long long)ids[j], PyList_GET_SIZE(reset_infos));
+                         (long long)ended[j], n, (long long)ids[j], envs);
             return -1;
         }
-        PyObject *row = PySequence_GetItem(rows, j);
-        PyObject *info = row == NULL ? NULL : terminal_info(row, truncated[j]);
+        PyObject *row = rows == Py_None ? NULL : PySequence_GetItem(rows, j);
+        if (row == NULL && rows != Py_None)
+            return -1;
+        PyObject *info = terminal_info(row, truncated[j]);
         Py_XDECREF(row);
-        PyObject *reset_info = info == NULL ? NULL : PyDict_New();
-        if (reset_info == NULL) {
-            Py_XDECREF(info);
+        if (info == NULL)
             return -1;
-        }
-        if (PyList_SetItem(infos, ended[j], info) < 0) { /* steals info, drops the empty dict there */
-            Py_DECREF(reset_info);
+        if (PyList_SetItem(infos, ended[j], info) < 0) /* steals info, drops the empty dict there */
             return -1;
-        }
-        if (PyList_SetItem(reset_infos, ids[j], reset_info) < 0)
+        if (reset_infos == Py_None)
+            continue;
+        PyObject *reset_info = PyDict_New();
+        if (reset_info == NULL || PyList_SetItem(reset_infos, ids[j], reset_info) < 0)
             return -1;
     }
     return 0;
@@ -500,9 +564,10 @@ static PyObject *ended_infos(PyObject *self, PyObject *args)
     PyObject *ended, *ids, *rows, *truncated, *reset_infos;
     Py_buffer v[3];
     (void)self;
-    if (!PyArg_ParseTuple(args, "nOOOOO!:ended_infos", &n, &ended, &ids, &rows, &truncated, &PyList_Type,
-                          &reset_infos))
+    if (!PyArg_ParseTuple(args, "nOOOOO:ended_infos", &n, &ended, &ids, &rows, &truncated, &reset_infos))
         return NULL;
+    if (reset_infos != Py_None && !PyList_Check(reset_infos))
+        return PyErr_Format(PyExc_TypeError, "ended_infos: reset_infos must be a list or None");
     if (n < 0)
         return PyErr_Format(PyExc_ValueError, "ended_infos: n must be >= 0, received %zd", n);
     if (get_vector(ended, &v[0], 'q', "ended") < 0)

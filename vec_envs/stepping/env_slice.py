@@ -12,10 +12,14 @@ Infos are handed out as copies (``dict(info)``, shallow): an env that updates on
 dict in place cannot change what a caller kept, nor see what a caller added; values
 inside an info (nested dicts, arrays) are still the env's own.
 
-An env whose episode ended is reset at once (baselines-style), and its info gains
-``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers have terminal
-rows (shared memory) the slice writes those two there instead, so an episode's end adds
-nothing to a worker's reply; whoever reads the batch adds them back (``ended_infos.py``).
+An env whose episode ended is reset at once (baselines-style, same-step autoreset), and
+its info gains ``terminal_observation`` and ``TimeLimit.truncated``. Where the buffers
+have terminal rows (shared memory) the slice writes those two there instead, so an
+episode's end adds nothing to a worker's reply; whoever reads the batch adds them back
+(``ended_infos.py``). A slice that defers resets (``defer_resets``: next-step and
+disabled autoreset, ``vec_envs.autoreset``) leaves an ended env's last observation in its
+row, marks it ``pending`` and resets it at its next step instead of stepping it (reward 0,
+done False, the reset info as its info); only ``TimeLimit.truncated`` is added at the end.
 
 Where it is built, a C loop (``_step_kernel.c``) steps the envs and stores each quiet
 result (array observation of the space's shape and dtype, usual reward type, no episode
@@ -118,6 +122,8 @@ class EnvSlice:
         self.action_space = self.envs[0].action_space
         self._check_spaces_agree()
         self.reset_infos: list[Info] = [{} for _ in self.envs]
+        #: envs whose episode ended and whose next step is their reset (None: resets in the same step)
+        self.pending: np.ndarray | None = None
         self.attach(BatchBuffers.allocate(self.observation_space, len(self.envs)))
 
     def __len__(self) -> int:
@@ -153,6 +159,13 @@ class EnvSlice:
                                      "every env of a VecEnv must have the same spaces")
                     raise EnvCallFailed(self.first_index + k, "__init__") from err
 
+    def defer_resets(self, pending: bool = False) -> None:
+        """Reset an ended env at its next step, not in the step that ended it (next-step and
+        disabled autoreset); with ``pending`` every env's next step is its reset (envs not
+        reset yet, in a worker that replaced one)."""
+        self.pending = np.full(len(self.envs), pending, np.bool_)
+        self._rows = self._kernel_rows()
+
     def attach(self, buffers: BatchBuffers) -> None:
         """Write results into ``buffers`` (rows 0..len-1 are this slice's envs)."""
         self.buffers = buffers
@@ -175,7 +188,7 @@ class EnvSlice:
                    for a in terminal):
             terminal = None, None
         return (self.envs, buffers.obs, buffers.rewards, buffers.dones, *terminal, self.reset_infos, self._running,
-                self.first_index, tuple(USUAL_REWARDS), np.ndarray)
+                self.first_index, tuple(USUAL_REWARDS), np.ndarray, self.pending)
 
     def _write(self, k: int, obs: Any, method: str) -> None:
         """Store env ``k``'s observation; a wrong one names the env and the method."""
@@ -203,6 +216,8 @@ class EnvSlice:
         """Reset every env (env k with ``seeds[k]`` and ``options[k]``); returns the reset infos."""
         for k in range(len(self.envs)):
             self._reset_env(k, None if seeds is None else seeds[k], None if options is None else options[k])
+        if self.pending is not None:
+            self.pending[:] = False
         return self.reset_infos
 
     def reset_one(self, k: int, seed: int | None = None) -> Any:
@@ -215,6 +230,8 @@ class EnvSlice:
         self._reset_env(k, seed, options)
         self._rewards[k] = 0.0
         self._dones[k] = False
+        if self.pending is not None:
+            self.pending[k] = False
         return self.reset_infos[k]
 
     def step(self, actions: Sequence[Any]) -> list[Info]:
@@ -243,6 +260,8 @@ class EnvSlice:
             if done > k:
                 return infos[0]
             return self._settle_reset(k, result, error, step_info) if resetting else self._settle(k, result, error)
+        if self.pending is not None and self.pending[k]:  # its episode ended: this step is its reset
+            return dict(self.reset_env(k))
         running = self._running
         if running is not None:
             running[0] = self.first_index + k + 1
@@ -275,7 +294,7 @@ class EnvSlice:
                     return
                 k = end
                 info = self._settle_reset(k, result, error, step_info) if resetting else self._settle(k, result, error)
-            if info or (self._dones[k] and self.reset_infos[k]):
+            if info or (self._dones[k] and self.pending is None and self.reset_infos[k]):
                 said.append((k, info))
             else:
                 done.call(k)
@@ -298,7 +317,10 @@ class EnvSlice:
             raise EnvCallFailed(index, "step") from exc
         if terminated or truncated:
             self._dones[k] = True
-            self._auto_reset(k, info, truncated and not terminated)
+            if self.pending is None:
+                self._auto_reset(k, info, truncated and not terminated)
+            else:
+                self._defer_reset(k, info, truncated and not terminated)
         else:
             self._dones[k] = False
         if self._running is not None:
@@ -314,6 +336,9 @@ class EnvSlice:
         self._store_reset(k, result)
         if self._running is not None:
             self._running[0] = 0
+        if self.pending is not None and self.pending[k]:  # a reset in place of a step: its row is the reset's
+            self._rewards[k], self._dones[k], self.pending[k] = 0.0, False, False
+            return dict(self.reset_infos[k])
         return step_info if step_info is not None else {}
 
     def _auto_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
@@ -327,6 +352,16 @@ class EnvSlice:
             info["terminal_observation"] = copy_obs(get_row(buffers.obs, k))
             info["TimeLimit.truncated"] = time_limit_truncated
         self._reset_env(k)
+
+    def _defer_reset(self, k: int, info: Info, time_limit_truncated: bool) -> None:
+        """Env ``k``'s episode ended, its last observation stays in its row: its next step is
+        its reset. ``TimeLimit.truncated`` goes in the terminal rows if any, else in ``info``."""
+        truncated = self.buffers.time_limit_truncated
+        if truncated is not None and self.buffers.terminal_obs is not None:
+            truncated[k] = time_limit_truncated
+        else:
+            info["TimeLimit.truncated"] = time_limit_truncated
+        self.pending[k] = True  # type: ignore[index]
 
     def ended(self, infos: Sequence[Info]) -> list[int]:
         """The envs (places in the slice) whose episode ended in the ``step()`` that returned

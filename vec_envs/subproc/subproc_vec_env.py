@@ -6,6 +6,7 @@ import platform
 from collections.abc import Sequence
 
 from vec_envs.arguments import check_env_fns, check_timeout
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.cpus import available_cpus
 from vec_envs.spaces.batching import BatchBuffers, is_fixed_size
 from vec_envs.spaces.shared_memory import SharedBuffers
@@ -82,6 +83,9 @@ class SubprocVecEnv(WorkerVecEnv):
         batch_size: envs per ``recv`` (None: all). Each worker steps an env as soon as its
             action arrives and reports it as soon as it is done, so ``recv`` returns the
             first ``batch_size`` envs to finish while the others keep stepping.
+        autoreset_mode: ``"same_step"`` (default), ``"next_step"`` or ``"disabled"`` (or
+            gymnasium's ``AutoresetMode``): what an env's rows are after its episode ends
+            (``vec_envs.autoreset``); the workers' step loops reset the envs that way.
 
     While there are no more processes than CPUs, parent and workers wait for each other
     by polling for a fraction of a millisecond before they sleep; otherwise they sleep at
@@ -104,7 +108,7 @@ class SubprocVecEnv(WorkerVecEnv):
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", context: str | None = None,
                  shared_memory: bool = True, copy: bool = True, timeout: float | None = None,
                  on_error: str = "raise", max_restarts: int = 10, step_in_parent: bool | None = None,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         env_fns = check_env_fns(env_fns, "SubprocVecEnv", picklable=True)
         timeout = check_timeout(timeout)  # read below, before WorkerVecEnv checks the rest
         if step_in_parent and timeout is not None:
@@ -131,7 +135,8 @@ class SubprocVecEnv(WorkerVecEnv):
         self._thrifty = (not self._spin and batch_size not in (None, len(env_fns))
                          and workers <= available_cpus())
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
-                         max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size)
+                         max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size,
+                         autoreset_mode=autoreset_mode)
 
     def _start_worker(self, index: int, first: int, stop: int) -> WorkerProcess:
         with clear_mpi_env_vars():

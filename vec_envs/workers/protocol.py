@@ -32,6 +32,7 @@ __all__ = [
     "reply_as",
     "Arrays",
     "Command",
+    "DeferResetsRequest",
     "EnvIsWrappedRequest",
     "EnvMethodRequest",
     "GetAttrRequest",
@@ -39,6 +40,8 @@ __all__ = [
     "Outcome",
     "ResetOneReply",
     "ResetOneRequest",
+    "ResetEnvsReply",
+    "ResetEnvsRequest",
     "ResetReply",
     "ResetRequest",
     "SetAttrRequest",
@@ -68,6 +71,8 @@ class Command(enum.IntEnum):
     GET_STATES = 11
     SET_STATES = 12
     STEP_BATCH = 13
+    DEFER_RESETS = 14  # next-step / disabled autoreset: an ended env is reset at its next step
+    RESET_ENVS = 15  # reset some envs of the slice
 
 
 @dataclass
@@ -115,6 +120,16 @@ class ResetRequest(NamedTuple):
 class ResetOneRequest(NamedTuple):
     k: int  # the env's place in the slice
     seed: int | None
+
+
+class ResetEnvsRequest(NamedTuple):
+    ks: list[int]  # envs of the slice
+    seeds: list[int | None]  # one per env of ``ks``
+    options: list[dict[str, Any]]  # one per env of ``ks``
+
+
+class DeferResetsRequest(NamedTuple):
+    pending: bool  # every env's next step is its reset (a new worker's envs, not reset yet)
 
 
 class GetAttrRequest(NamedTuple):
@@ -199,6 +214,11 @@ class ResetOneReply(NamedTuple):
     info: Info
 
 
+class ResetEnvsReply(NamedTuple):
+    obs: list[Any]  # one first observation per env asked for, in order
+    infos: list[Info]
+
+
 class StepBatchReply(NamedTuple):
     outcomes: list[BatchStepResult]
     arrays: Arrays | None
@@ -209,7 +229,8 @@ REPLY_TYPES: Mapping[Command, type | None] = MappingProxyType({
     Command.GET_SPACES: SpacesReply, Command.RESET: ResetReply, Command.STEP: StepReply,
     Command.RESET_ONE: ResetOneReply, Command.GET_ATTR: list, Command.SET_ATTR: list, Command.ENV_METHOD: list,
     Command.ENV_IS_WRAPPED: list, Command.GET_IMAGES: list, Command.CLOSE: None, Command.GET_STATES: list,
-    Command.SET_STATES: None, Command.STEP_BATCH: StepBatchReply,
+    Command.SET_STATES: None, Command.STEP_BATCH: StepBatchReply, Command.DEFER_RESETS: None,
+    Command.RESET_ENVS: ResetEnvsReply,
 })
 
 

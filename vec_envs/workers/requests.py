@@ -14,6 +14,11 @@ command per group of envs per worker (RESET, STEP), a worker never having more t
 one out (Ray actors, pipes and the parent's own slice alike); the subprocess transport's
 ``LaneRequests`` (``subproc/parent/lane_requests.py``) does the same through shared memory.
 
+An env whose episode ended was reset in the same step (its reset info comes with its
+answer), unless its VecEnv defers resets (next-step and disabled autoreset): then its row
+is its last observation, its info gains ``TimeLimit.truncated`` only and no reset info
+changes (``RequestHost.deferred``).
+
 A failed worker raises ``EnvWorkerError``, or with ``on_error="restart"`` is replaced: its
 envs come back with ``done=True``, reward 0 and ``infos[i]["env_restarted"]``; an env that
 waited for its ``send`` then is owed that row (``owe``).
@@ -31,7 +36,7 @@ from vec_envs.async_envs import AsyncEnvs, EnvStatus
 from vec_envs.errors import EnvTimeoutError
 from vec_envs.spaces.batching import BatchBuffers, take_rows, write_rows
 from vec_envs.spaces.nested import map_leaves
-from vec_envs.stepping.ended_infos import with_terminal
+from vec_envs.stepping.ended_infos import with_terminal, with_truncated
 from vec_envs.types import Info, VecEnvRecvReturn
 from vec_envs.workers.messenger import Messenger
 from vec_envs.workers.protocol import (
@@ -78,6 +83,7 @@ class RequestHost:
     reset_infos: list[Info]
     envs: AsyncEnvs  # where each env stands
     restart: Callable[[int, Any, str], str]  # (worker, its failure, method): replaces it (or raises); the error text
+    deferred: bool = False  # an ended env is reset at its next step (next-step, disabled autoreset)
 
 
 class Requests:
@@ -136,8 +142,18 @@ class Requests:
         return take_rows(buffers.obs, env_ids), buffers.rewards[env_ids], dones, infos, env_ids
 
     def ended_info(self, i: int, info: Info) -> Info:
-        """Env ``i`` ended: its info, with its terminal observation if that is in the buffers."""
-        return info if self.host.buffers.terminal_obs is None else with_terminal(self.host.buffers, i, info)
+        """Env ``i`` ended: its info, with its terminal observation (deferred resets: its
+        ``TimeLimit.truncated``) if that is in the buffers."""
+        buffers = self.host.buffers
+        if buffers.terminal_obs is None:
+            return info
+        return with_truncated(buffers, i, info) if self.host.deferred else with_terminal(buffers, i, info)
+
+    def ended_reset_info(self, i: int, reset_info: Info | None) -> None:
+        """Env ``i`` ended in the step just answered: its reset info is the reset's that
+        followed (``{}``: it said none), unless resets are deferred (it was not reset)."""
+        if not self.host.deferred:
+            self.host.reset_infos[i] = reset_info or {}
 
     def timeout_error(self, method: str, timeout: float | None) -> EnvTimeoutError:
         busy = self.in_flight()
@@ -355,7 +371,7 @@ class CommandRequests(Requests):
         for i in env_ids[buffers.dones[env_ids]].tolist():
             self.infos[i] = self.ended_info(i, self.infos.get(i, {}))
             if i - first not in reply.reset_infos:
-                self.host.reset_infos[i] = {}
+                self.ended_reset_info(i, None)
 
     def forget(self) -> None:
         super().forget()

@@ -22,17 +22,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from vec_envs.spaces.batching import BatchBuffers, take_rows
+from vec_envs.spaces.batching import BatchBuffers, copy_obs, get_row, take_rows
 from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.types import EnvFn
 from vec_envs.workers.protocol import (
     Arrays,
     Command,
+    DeferResetsRequest,
     EnvIsWrappedRequest,
     EnvMethodRequest,
     GetAttrRequest,
     GetStatesRequest,
     Outcome,
+    ResetEnvsReply,
+    ResetEnvsRequest,
     ResetOneReply,
     ResetOneRequest,
     ResetReply,
@@ -71,6 +74,8 @@ class SliceServer:
         Command.GET_STATES: "_get_states",
         Command.SET_STATES: "_set_states",
         Command.STEP_BATCH: "_step_batch",
+        Command.DEFER_RESETS: "_defer_resets",
+        Command.RESET_ENVS: "_reset_envs",
     }
 
     def __init__(self, env_fns: Sequence[EnvFn], first_index: int) -> None:
@@ -135,7 +140,8 @@ class SliceServer:
         envs = self.envs
         infos = {k: info for k, action in zip(request.ks, request.actions) if (info := envs.step_env(k, action))}
         dones = envs.buffers.dones
-        reset_infos = {k: envs.reset_infos[k] for k in request.ks if dones[k] and envs.reset_infos[k]}
+        reset_infos = {k: envs.reset_infos[k] for k in request.ks
+                       if dones[k] and envs.pending is None and envs.reset_infos[k]}
         arrays = None
         if not self.shared:
             ks = np.asarray(request.ks, np.int64)
@@ -145,6 +151,15 @@ class SliceServer:
     def _reset_one(self, request: ResetOneRequest) -> ResetOneReply:
         obs = self.envs.reset_one(request.k, request.seed)
         return ResetOneReply(obs, self.envs.reset_infos[request.k])
+
+    def _reset_envs(self, request: ResetEnvsRequest) -> ResetEnvsReply:
+        envs = self.envs
+        infos = [dict(envs.reset_env(k, seed, options))
+                 for k, seed, options in zip(request.ks, request.seeds, request.options)]
+        return ResetEnvsReply([copy_obs(get_row(envs.buffers.obs, k)) for k in request.ks], infos)
+
+    def _defer_resets(self, request: DeferResetsRequest) -> None:
+        self.envs.defer_resets(request.pending)
 
     def _get_attr(self, request: GetAttrRequest) -> list[Any]:
         return self.envs.get_attr(request.name, request.ks)

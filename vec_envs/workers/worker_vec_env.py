@@ -19,18 +19,28 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.arguments import check_env_fns, check_int, check_timeout
+from vec_envs.arguments import check_env_fns, check_int, check_timeout, resolve_autoreset_mode
 from vec_envs.async_envs import check_batch_size
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.cpus import available_cpus
 from vec_envs.errors import EnvWorkerError
-from vec_envs.spaces.batching import BatchBuffers, copy_obs, is_fixed_size
+from vec_envs.spaces.batching import BatchBuffers, copy_obs, create_batch, is_fixed_size, make_writer
 from vec_envs.types import EnvFn, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers import fork_safety
 from vec_envs.workers.env_access import WorkerEnvAccess
 from vec_envs.workers.local_worker import LocalWorker
 from vec_envs.workers.messenger import DRAIN_TIMEOUT_S, Messenger
-from vec_envs.workers.protocol import Command, ResetReply, ResetRequest, SpacesReply, WorkerFailure
+from vec_envs.workers.protocol import (
+    Command,
+    DeferResetsRequest,
+    ResetEnvsReply,
+    ResetEnvsRequest,
+    ResetReply,
+    ResetRequest,
+    SpacesReply,
+    WorkerFailure,
+)
 from vec_envs.workers.requests import CommandRequests, RequestHost, Requests, store_arrays
 from vec_envs.workers.restart_policy import RestartPolicy
 from vec_envs.workers.shutdown import close_workers, end_workers
@@ -77,9 +87,11 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
-                 step_in_parent: bool = False, batch_size: int | None = None) -> None:
+                 step_in_parent: bool = False, batch_size: int | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         env_fns = check_env_fns(env_fns, type(self).__name__, picklable=False)
         check_batch_size(batch_size, len(env_fns), type(self).__name__)  # before any worker starts
+        self._autoreset_mode = resolve_autoreset_mode(autoreset_mode, type(self).__name__)
         self.restart_policy = RestartPolicy(on_error, check_int("max_restarts", max_restarts, minimum=0))
         self._env_fns = list(env_fns)
         self.in_series = resolve_in_series(in_series, len(env_fns))
@@ -111,13 +123,24 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
                     f"envs {self.workers[w].first_index}.. have spaces {obs_space}, {act_space}, but env 0 "
                     f"has {observation_space}, {action_space}: every env must have the same spaces",
                     env_index=self.workers[w].first_index, worker_index=w, method="__init__")
-        super().__init__(len(self._env_fns), observation_space, action_space, self._batch_size)
+        super().__init__(len(self._env_fns), observation_space, action_space, self._batch_size,
+                         self._autoreset_mode)
         self.buffers = self._make_buffers()
         for w in range(len(self.workers)):
             self._prepare_worker(w)
+            self._defer_resets(w, pending=False)
         self.requests = self._make_requests(RequestHost(
             type(self).__name__, self.workers, self.messenger, np.asarray(self._worker_of, np.int64), self.buffers,
-            self.reset_infos, self._async, self._restart))
+            self.reset_infos, self._async, self._restart, self.autoreset_mode is not AutoresetMode.SAME_STEP))
+
+    def _defer_resets(self, w: int, pending: bool) -> bool:
+        """Under next-step and disabled autoreset: worker ``w`` resets an ended env at its next
+        step (``pending``: every env's next step is its reset). Whether it was told so."""
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            return False
+        self.messenger.round_trip(w, Command.DEFER_RESETS, DeferResetsRequest(pending), self._start_timeout(),
+                                  "__init__", type(None))
+        return True
 
     def _new_worker(self, index: int, first: int, stop: int) -> Worker:
         if index == self._local_index:
@@ -210,6 +233,26 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
             obs = obs.copy() if type(obs) is np.ndarray else copy_obs(obs)
         return obs, buffers.rewards.copy(), buffers.dones.copy(), infos
 
+    def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
+        """One RESET_ENVS per worker holding some of ``indices``, all out together."""
+        groups: dict[int, list[int]] = {}
+        for j, i in enumerate(indices):
+            groups.setdefault(self._worker_of[i], []).append(j)
+        for w, places in groups.items():
+            first = self.workers[w].first_index
+            request = ResetEnvsRequest([indices[j] - first for j in places], [seeds[j] for j in places],
+                                       [options[j] for j in places])
+            self.messenger.send(w, Command.RESET_ENVS, request)
+        outcomes = self.messenger.gather(list(groups), self.timeout, "reset")
+        replies = self.messenger.results(outcomes, "reset", ResetEnvsReply)
+        obs = create_batch(self.observation_space, len(indices))
+        write = make_writer(self.observation_space, obs)
+        for w, places in groups.items():
+            for j, row, info in zip(places, replies[w].obs, replies[w].infos):
+                write(j, row)
+                self.reset_infos[indices[j]] = info
+        return obs
+
     # ---------------------------------------------------------- asynchronous batches
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
         self._mend()
@@ -241,6 +284,8 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.workers[w] = self._new_worker(w, old.first_index, old.stop)
         self.messenger.round_trip(w, Command.GET_SPACES, None, self._start_timeout(), "__init__", SpacesReply)
         self._prepare_worker(w)
+        if self._defer_resets(w, pending=True):  # as after an episode's end: the next step resets its envs
+            return
         reply = self.messenger.round_trip(w, Command.RESET, ResetRequest(None), self.timeout, "reset", ResetReply)
         worker = self.workers[w]
         self.reset_infos[worker.first_index:worker.stop] = reply.infos

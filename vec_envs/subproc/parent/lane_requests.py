@@ -233,12 +233,13 @@ class LaneRequests(Requests):
     def _take_step(self) -> list[Info]:
         """Every env answered a step: the infos (the rows are in the buffers)."""
         buffers, reset_infos = self.host.buffers, self.host.reset_infos
-        if self.bulk_ends:
-            infos = ended_infos(buffers, buffers.dones, None, reset_infos)  # an episode's end says nothing here
+        if self.bulk_ends:  # an episode's end says nothing here
+            infos = ended_infos(buffers, buffers.dones, None, reset_infos, self.host.deferred)
         else:
             infos = [{} for _ in range(len(self.worker_of))]
             for i in np.flatnonzero(buffers.dones).tolist():
-                infos[i], reset_infos[i] = self.ended_info(i, {}), {}
+                infos[i] = self.ended_info(i, {})
+                self.ended_reset_info(i, None)
         if self._answered.tobytes() != self._quiet:  # some envs talked, or a worker was replaced
             self._read_talking(infos, "step")
         if self._local_infos is not None:
@@ -282,7 +283,8 @@ class LaneRequests(Requests):
                 if method == "reset":
                     reset_infos[i], infos[i] = info, dict(info)
                 elif buffers.dones[i]:
-                    infos[i], reset_infos[i] = self._ended(i, info, infos[i]), reset_info or {}
+                    infos[i] = self._ended(i, info, infos[i])
+                    self.ended_reset_info(i, reset_info)
                 else:
                     infos[i] = info
 
@@ -322,7 +324,7 @@ class LaneRequests(Requests):
             i = first + k
             if self.host.buffers.dones[i]:
                 infos[i] = self.ended_info(i, info)
-                self.host.reset_infos[i] = local.reset_infos[k]
+                self.ended_reset_info(i, local.reset_infos[k])
             else:
                 infos[i] = info
         self._local_infos = None
@@ -363,7 +365,7 @@ class LaneRequests(Requests):
             infos = self._infos_of(env_ids)
             dones = buffers.dones[env_ids]  # a worker that failed meanwhile flagged its envs
         else:  # nothing said: empty infos, the ended envs' from the terminal rows
-            infos = ended_infos(buffers, dones, env_ids, self.host.reset_infos)
+            infos = ended_infos(buffers, dones, env_ids, self.host.reset_infos, self.host.deferred)
         obs = buffers.obs
         rows = obs[env_ids] if type(obs) is np.ndarray else take_rows(obs, env_ids)
         return rows, buffers.rewards[env_ids], dones, infos, env_ids
@@ -373,7 +375,7 @@ class LaneRequests(Requests):
         store, a flagged restart or a step in the parent."""
         buffers, reset_infos, resetting = self.host.buffers, self.host.reset_infos, self.envs.resetting
         if self.bulk_ends:
-            infos = ended_infos(buffers, buffers.dones[env_ids], env_ids, reset_infos)
+            infos = ended_infos(buffers, buffers.dones[env_ids], env_ids, reset_infos, self.host.deferred)
         else:
             infos = [self.ended_info(i, {}) if buffers.dones[i] else {} for i in env_ids.tolist()]
         talking = np.flatnonzero(self.lanes.answered[env_ids] & 1)  # (the parent's own envs never have a message)
@@ -385,7 +387,7 @@ class LaneRequests(Requests):
             elif resetting[i] and not self.lanes.answered[i] & 1:
                 reset_infos[i] = infos[j] = {}
             elif not self.bulk_ends and buffers.dones[i]:
-                reset_infos[i] = {}
+                self.ended_reset_info(i, None)
         resetting[env_ids] = False
         if self._resets_out:
             self._resets_out = bool(resetting.any())
@@ -412,7 +414,8 @@ class LaneRequests(Requests):
                 if resetting[i]:
                     reset_infos[i], infos[j] = info, dict(info)
                 elif buffers.dones[i]:
-                    infos[j], reset_infos[i] = self._ended(i, info, infos[j]), reset_info or {}
+                    infos[j] = self._ended(i, info, infos[j])
+                    self.ended_reset_info(i, reset_info)
                 else:
                     infos[j] = info
 
@@ -461,7 +464,7 @@ class LaneRequests(Requests):
                     info = local.step_env(k, value)
                     if buffers.dones[i]:
                         info = self.ended_info(i, info)
-                        self.host.reset_infos[i] = local.reset_infos[k]
+                        self.ended_reset_info(i, local.reset_infos[k])
                     self.infos[i] = info
             except EnvCallFailed as exc:
                 self._local_queue.clear()

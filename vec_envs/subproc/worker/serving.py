@@ -149,7 +149,8 @@ class ProcessSliceServer(SliceServer):
             stepped += stop - start
         if said:
             dones, reset_infos = envs.buffers.dones, envs.reset_infos
-            self._say(lanes, said, [reset_infos[k] if dones[k] and k + first not in failures else None
+            ended_reset = envs.pending is None  # deferred resets: an ended env was not reset
+            self._say(lanes, said, [reset_infos[k] if ended_reset and dones[k] and k + first not in failures else None
                                     for k, _ in said], failures, "step")
         return stepped
 
