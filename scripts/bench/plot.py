@@ -113,14 +113,14 @@ def _panel_bars(ax: Any, workload: str, methods: list[Method], sums: Sums, color
                         *(sums[workload, m.key].high for m in shown)]) * 1.12)
 
 
-def _figure(panels: int, width: float, methods: list[Method]) -> tuple[Any, list[Any], float, int]:
+def _figure(panels: int, width: float, entries: int) -> tuple[Any, list[Any], float, int]:
     """Up to three panels a row; the share of the figure's height the legend under them needs,
     and the legend's columns."""
     import matplotlib.pyplot as plt
 
     cols = min(3, panels)
     legend_cols = 2 if width * cols >= 7 else 1
-    legend_rows = math.ceil((len(methods) + 1) / legend_cols)  # the ceiling's line too
+    legend_rows = math.ceil(entries / legend_cols)
     height = 2.9 * math.ceil(panels / cols) + 0.6 + 0.2 * legend_rows
     fig, axes = plt.subplots(math.ceil(panels / cols), cols, figsize=(width * cols + 0.6, height), squeeze=False)
     for ax in axes.flat[panels:]:
@@ -150,11 +150,11 @@ def plot_workloads(sums: Sums, path: Path, title: str = "") -> None:
     """``path`` (PNG): a panel per workload, the methods' steps/s as bars against the machine ceiling."""
     workloads = [w for w in WORKLOADS if any(wk == w for wk, _ in sums)]
     methods = methods_in(sums)
-    fig, axes, legend_share, legend_cols = _figure(len(workloads), 3.0, methods)
+    ceiling = any(not math.isnan(ceiling_of(sums, w)) for w in workloads)
+    fig, axes, legend_share, legend_cols = _figure(len(workloads), 3.0, len(methods) + ceiling)
     for ax, w in zip(axes, workloads):
         _panel_bars(ax, w, methods, sums, _colors(methods))
     axes[0].set_ylabel("env steps/s (median, min-max)", fontsize=8)
-    ceiling = any(not math.isnan(ceiling_of(sums, w)) for w in workloads)
     _finish(fig, path, methods, ceiling, title or "env steps per second by workload", (legend_share, legend_cols))
 
 
@@ -187,10 +187,10 @@ def plot_scaling(sums: Sums, path: Path, title: str = "") -> bool:
     if not panels:
         return False
     methods = methods_in(sums)
-    fig, axes, legend_share, legend_cols = _figure(len(panels), 4.6, methods)
+    ceiling = any(not math.isnan(ceiling_of(sums, k)) for keys in panels.values() for k in keys)
+    fig, axes, legend_share, legend_cols = _figure(len(panels), 4.6, len(methods) + ceiling)
     for ax, (env, keys) in zip(axes, panels.items()):
         _panel_scaling(ax, env, keys, methods, sums)
-    ceiling = any(not math.isnan(ceiling_of(sums, k)) for keys in panels.values() for k in keys)
     _finish(fig, path, methods, ceiling, title or "env steps per second against the number of envs",
             (legend_share, legend_cols))
     return True
