@@ -121,22 +121,21 @@ def _figure(panels: int, width: float, entries: int) -> tuple[Any, list[Any], fl
     cols = min(3, panels)
     legend_cols = 2 if width * cols >= 7 else 1
     legend_rows = math.ceil(entries / legend_cols)
-    height = 2.9 * math.ceil(panels / cols) + 0.6 + 0.2 * legend_rows
+    height = 2.9 * math.ceil(panels / cols) + 0.6 + 0.18 * legend_rows
     fig, axes = plt.subplots(math.ceil(panels / cols), cols, figsize=(width * cols + 0.6, height), squeeze=False)
     for ax in axes.flat[panels:]:
         ax.set_visible(False)
-    return fig, list(axes.flat[:panels]), (0.2 * legend_rows + 0.15) / height, legend_cols
+    return fig, list(axes.flat[:panels]), (0.18 * legend_rows + 0.05) / height, legend_cols
 
 
-def _finish(fig: Any, path: Path, methods: list[Method], ceiling: bool, title: str,
+def _finish(fig: Any, path: Path, shown: list[Method], colors: dict[str, Any], ceiling: bool, title: str,
             legend: tuple[float, int]) -> None:
-    """The legend (each method's colour, the ceiling's line) under the panels, the title; saved to ``path``."""
+    """The legend (each shown method's colour, the ceiling's line) under the panels, the title; saved to ``path``."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    colors = _colors(methods)
-    handles: list[Any] = [Patch(color=colors[m.key], label=m.label) for m in methods]
+    handles: list[Any] = [Patch(color=colors[m.key], label=m.label) for m in shown]
     if ceiling:
         handles.append(Line2D([], [], label=METHODS["ceiling"].label, **CEILING_STYLE))
     fig.legend(handles=handles, loc="lower center", ncols=legend[1], fontsize=8, frameon=False)
@@ -152,15 +151,17 @@ def plot_workloads(sums: Sums, path: Path, title: str = "") -> None:
     methods = methods_in(sums)
     ceiling = any(not math.isnan(ceiling_of(sums, w)) for w in workloads)
     fig, axes, legend_share, legend_cols = _figure(len(workloads), 3.0, len(methods) + ceiling)
-    for ax, w in zip(axes, workloads):
-        _panel_bars(ax, w, methods, sums, _colors(methods))
-    axes[0].set_ylabel("env steps/s (median, min-max)", fontsize=8)
-    _finish(fig, path, methods, ceiling, title or "env steps per second by workload", (legend_share, legend_cols))
-
-
-def _panel_scaling(ax: Any, env: str, keys: list[str], methods: list[Method], sums: Sums) -> None:
-    """One env at several sizes: a line per method (and the ceiling's), steps/s against the number of envs."""
     colors = _colors(methods)
+    for ax, w in zip(axes, workloads):
+        _panel_bars(ax, w, methods, sums, colors)
+    axes[0].set_ylabel("env steps/s (median, min-max)", fontsize=8)
+    _finish(fig, path, methods, colors, ceiling, title or "env steps per second by workload",
+            (legend_share, legend_cols))
+
+
+def _panel_scaling(ax: Any, env: str, keys: list[str], methods: list[Method], sums: Sums,
+                   colors: dict[str, Any]) -> None:
+    """One env at several sizes: a line per method (and the ceiling's), steps/s against the number of envs."""
     sizes = [WORKLOADS[k].num_envs for k in keys]
     for m in [*methods, METHODS["ceiling"]]:
         points = [(n, sums[k, m.key].rate) for n, k in zip(sizes, keys) if (k, m.key) in sums and sums[k, m.key].ran]
@@ -187,11 +188,14 @@ def plot_scaling(sums: Sums, path: Path, title: str = "") -> bool:
     if not panels:
         return False
     methods = methods_in(sums)
-    ceiling = any(not math.isnan(ceiling_of(sums, k)) for keys in panels.values() for k in keys)
-    fig, axes, legend_share, legend_cols = _figure(len(panels), 4.6, len(methods) + ceiling)
-    for ax, (env, keys) in zip(axes, panels.items()):
-        _panel_scaling(ax, env, keys, methods, sums)
-    _finish(fig, path, methods, ceiling, title or "env steps per second against the number of envs",
+    colors = _colors(methods)  # all the methods': each keeps the colour it has in the bars
+    keys = [k for ks in panels.values() for k in ks]
+    shown = [m for m in methods if any((k, m.key) in sums and sums[k, m.key].ran for k in keys)]
+    ceiling = any(not math.isnan(ceiling_of(sums, k)) for k in keys)
+    fig, axes, legend_share, legend_cols = _figure(len(panels), 4.6, len(shown) + ceiling)
+    for ax, (env, env_keys) in zip(axes, panels.items()):
+        _panel_scaling(ax, env, env_keys, shown, sums, colors)
+    _finish(fig, path, shown, colors, ceiling, title or "env steps per second against the number of envs",
             (legend_share, legend_cols))
     return True
 
