@@ -36,13 +36,15 @@ extras = {
     # PettingZoo ParallelEnvs as VecEnvs with a row per agent (vec_envs.multiagent); mpe2 has
     # simple_spread_v3, which the examples, the training script and the benchmark use
     "multiagent": ["pettingzoo>=1.24", "mpe2>=1.0"],
+    # the documentation site: python -m sphinx -W --keep-going -b html docs docs/_build/html
+    "docs": ["sphinx>=7.2", "myst-parser>=2.0", "furo>=2024.1", "sphinx-copybutton>=0.5"],
 }
 # The test extra installs every other extra, so no test is skipped; torch is pinned to the
 # release whose CPU build lies on the CI machines (no CUDA download).
 extras["test"] = sorted(
     {"pytest>=8.1", "pytest-timeout>=2.2", "hypothesis>=6.100", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1",
      "torch==2.13.0", "supersuit>=3.9"}  # supersuit: the multi-agent benchmark's contender
-    | {req for name in ("atari", "ray", "video", "bench", "sb3", "multiagent") for req in extras[name]}
+    | {req for name in ("atari", "ray", "video", "bench", "sb3", "multiagent", "docs") for req in extras[name]}
 )
 
 setup(
@@ -55,7 +57,7 @@ setup(
     # vec_envs/wrappers is a link to the top-level wrappers/ folder: the wrappers install as
     # vec_envs.wrappers, and site-packages gets no top-level package of that common name
     packages=find_packages(include=["vec_envs", "vec_envs.*"]),
-    package_data={"vec_envs": ["py.typed", "API.md"], "vec_envs.wrappers": ["py.typed"]},
+    package_data={"vec_envs": ["py.typed"], "vec_envs.wrappers": ["py.typed"]},
     ext_modules=[rms_kernel, step_kernel, lanes_kernel],
     python_requires=">=3.10",
     install_requires=[

@@ -15,6 +15,7 @@
     python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
     python scripts/benchmark.py wake-penalty --busy 2     # what a sleep costs the code run after it
     python scripts/benchmark.py autoreset                 # next-step autoreset against same-step
+    python scripts/benchmark.py plot RUN_DIR --out DIR    # a workloads run's cells as PNGs (the docs' plots)
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
@@ -46,6 +47,7 @@ from bench.micro import (
 )
 from bench.multiagent import MultiagentArgs, run_multiagent
 from bench.overhead import OverheadArgs, run_overhead
+from bench.plot import PlotArgs, run_plot
 from bench.step_path import StepPathArgs, run_step_path
 from bench.suite import WorkloadsArgs, run_workloads
 
@@ -65,6 +67,7 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads
     "slice-loop": (SliceLoopArgs, run_slice_loop),
     "wake-penalty": (WakePenaltyArgs, run_wake_penalty),
     "autoreset": (AutoresetArgs, run_autoreset),
+    "plot": (PlotArgs, run_plot),
 }
 NEEDS = {  # command -> (modules, extra) beyond the bench extra
     "ale": (["ale_py"], "atari"),

@@ -1,4 +1,4 @@
-"""The contract of API.md, written once and run on every backend in ``backends.BACKENDS``."""
+"""The contract of docs/contract.md, written once and run on every backend in ``backends.BACKENDS``."""
 from __future__ import annotations
 
 import functools

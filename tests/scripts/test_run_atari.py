@@ -227,7 +227,7 @@ def test_ray_backend_without_ray_is_one_clear_line(tmp_path):
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("run_atari.py: error: --backend ray: "), proc.stderr
     if hasattr(vec_envs, "RayVecEnv"):
-        assert 'pip install -e ".[ray]"' in lines[0]  # the API.md contract of RayVecEnv
+        assert 'pip install -e ".[ray]"' in lines[0]  # the contract of RayVecEnv (docs/contract.md)
     else:
         assert "this version of vec_envs has no RayVecEnv" in lines[0]
 

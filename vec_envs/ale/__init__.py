@@ -11,7 +11,7 @@
   scores and infos (``episode_tracker.py``);
 - ``ale_snapshot.py``: exact snapshots of one ALE emulator, for planning on any backend.
 
-``vec_envs.wrappers.atari`` is where users import the preprocessing (API.md); it re-exports it from here.
+``vec_envs.wrappers.atari`` is where users import the preprocessing (docs/contract.md); it re-exports it from here.
 """
 from __future__ import annotations
 

@@ -57,17 +57,17 @@ class AtariOptions:
 
     @property
     def frame_size(self) -> tuple[int, int]:
-        """(height, width) of one preprocessed frame."""
+        """The ``(height, width)`` of one preprocessed frame."""
         return (self.screen_size, self.screen_size) if self.warp_frame else RAW_FRAME
 
     @property
     def channels(self) -> int:
-        """Channels of one frame: 1 (gray) or 3 (RGB)."""
+        """The channels of one frame, 1 (gray) or 3 (RGB)."""
         return 1 if self.grayscale and self.warp_frame else 3
 
     @property
     def observation_shape(self) -> tuple[int, int, int]:
-        """(height, width, channels * frame_stack): what ``VecFrameStack`` gives."""
+        """The shape ``(height, width, channels * frame_stack)``, as ``VecFrameStack`` gives it."""
         return (*self.frame_size, self.channels * self.frame_stack)
 
     def engine_kwargs(self) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def _to_hwc(obs: np.ndarray) -> np.ndarray:
 class ALEVecEnv(VecEnvBase):
     """``num_envs`` Atari games stepped by ale-py's C++ vector engine, in threads.
 
-    Same contract as every backend (see API.md), with the DeepMind preprocessing done
+    Same contract as every backend (docs/contract.md), with the DeepMind preprocessing done
     in C++. Observations are ``(num_envs, H, W, channels * frame_stack)`` uint8, as
     ``VecFrameStack(make_atari_env(...), frame_stack)`` gives; rewards are clipped
     (``clip_rewards``) while ``infos[i]["episode"] = {"r", "l", "t"}`` carries the

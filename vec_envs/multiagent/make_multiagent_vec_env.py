@@ -23,7 +23,7 @@ def make_multiagent_vec_env(parallel_env_fn: Callable[[], Any], n_envs: int = 1,
     Each backend env is a ``ParallelEnvAdapter`` that packs every agent of one ParallelEnv
     (so what each agent sees travels through the backend's shared memory); the result
     shows ``n_envs * len(possible_agents)`` rows, env-major, agents in
-    ``possible_agents`` order (see ``MultiAgentVecEnv`` and API.md, "Multi-agent rows").
+    ``possible_agents`` order (see ``MultiAgentVecEnv`` and docs/contract.md, "Multi-agent rows").
 
     Args:
         parallel_env_fn: a zero-argument factory returning a ParallelEnv (e.g.

@@ -31,7 +31,7 @@ class MultiAgentVecEnv(VecEnvBase):
     Made by ``make_multiagent_vec_env``: ``venv`` is any backend over ``n_envs``
     ParallelEnvAdapters. Rows are env-major, agents in ``possible_agents`` order;
     ``row_agents[i]`` is ``(env_index, agent_name)``; ``active[i]`` says whether row i's
-    next action counts. An agent's row follows the single-agent contract (see API.md,
+    next action counts. An agent's row follows the single-agent contract (see docs/contract.md,
     "Multi-agent rows"): done when the agent leaves, zeros and ``infos[i]["active"] =
     False`` until its env resets, which happens in the step where no agent is left.
 

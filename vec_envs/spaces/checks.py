@@ -108,7 +108,7 @@ def check_action(space: spaces.Space, action: Any, path: tuple = ()) -> None:
 
 def _check_leaf(space: spaces.Space, action: Any, path: tuple) -> None:
     if isinstance(action, dict):
-        raise ValueError(  # API.md: a wrong action is a ValueError
+        raise ValueError(  # the contract: a wrong action is a ValueError
             f"action{path_text(path)} is a dict {_short(action)}, but the action space {space} "
             f"expects an array of shape {space.shape}")
     try:
@@ -134,7 +134,7 @@ def _check_leaf(space: spaces.Space, action: Any, path: tuple) -> None:
 
 def _check_dict(space: spaces.Dict, action: Any, path: tuple) -> None:
     if not isinstance(action, dict):
-        raise ValueError(  # API.md: a wrong action is a ValueError
+        raise ValueError(  # the contract: a wrong action is a ValueError
             f"action{path_text(path)} is {_short(action)}, but the action space expects a dict "
             f"with keys {list(space.spaces)} ({_brief(space)})")
     missing = [k for k in space.spaces if k not in action]
@@ -309,7 +309,7 @@ def with_placeholders(space: spaces.Space, actions: np.ndarray, ignored: np.ndar
 def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, method: str,
                            per: str) -> list[dict]:
     if not isinstance(space, spaces.Dict):
-        raise ValueError(  # API.md: a wrong action is a ValueError
+        raise ValueError(  # the contract: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
             f"space; pass one action per env (a sequence of {num_envs})")
     counts = {k: len(v) if hasattr(v, "__len__") else None for k, v in actions.items()}

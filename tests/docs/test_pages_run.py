@@ -1,0 +1,34 @@
+"""Every Python block of the documentation site's pages runs as pasted into a file.
+
+Each block of ``docs/*.md`` is written to a file in a temporary folder and run there in a
+subprocess (``tests/markdown_blocks.py``); blocks that need Atari, Ray, SB3 or PettingZoo
+run too (the ``test`` extra installs them). A block that starts with ``# needs:`` is only
+compiled where the need is not met (a Ray cluster).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.markdown_blocks import REPO, TIMEOUT_S, python_blocks, run_block
+
+DOCS = REPO / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+BLOCKS = [(f"docs/{page.name}:{line}", code) for page in PAGES for line, code in python_blocks(page)]
+#: the widest line of a code block that the site shows without a scroll bar
+CODE_WIDTH = 84
+
+
+def test_the_guides_have_python_blocks():
+    assert len(BLOCKS) >= 30
+
+
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("where, code", BLOCKS, ids=[where for where, _ in BLOCKS])
+def test_block_runs_as_pasted_into_a_file(where, code, tmp_path):
+    run_block(where, code, tmp_path)
+
+
+def test_code_lines_fit_the_page_without_scrolling():
+    wide = [f"{where} (+{n}): {len(line)} characters" for where, code in BLOCKS
+            for n, line in enumerate(code.splitlines()) if len(line) > CODE_WIDTH]
+    assert not wide, f"lines wider than {CODE_WIDTH} characters scroll on the page: {wide}"
