@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("setup.py", "README.md", "LICENSE", "vec_envs", "wrappers")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "vec_envs", "wrappers")
 COMMANDS = {  # command -> an option its --help must name
     "vec-envs-run-atari": "--num-envs",
     "vec-envs-train-ppo": "--total-timesteps",
