@@ -106,3 +106,32 @@ def test_a_failing_compiler_leaves_a_working_install_that_names_each_missing_ker
                             timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(src)})
     assert report.returncode == 0, report.stderr
     assert report.stdout.count("not built") == len(KERNELS), report.stdout
+    assert_first_use_warns_once_per_kernel(tmp_path, src)
+
+
+USE_EVERY_KERNEL = """
+import gymnasium as gym
+import numpy as np
+import vec_envs, vec_envs.wrappers
+for context in ("forkserver", "spawn"):  # workers import vec_envs anew
+    venv = vec_envs.SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, context=context)
+    venv.reset(); venv.step(np.zeros(2, np.int64)); venv.close()
+print("stepped")
+"""
+
+
+def assert_first_use_warns_once_per_kernel(tmp_path: Path, src: Path) -> None:
+    """pip hides the build's warning: vec_envs names each missing kernel once when it first
+    loads it (its workers stay quiet), and not at all once the switch chooses the fallbacks."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    env.pop("VEC_ENVS_KERNELS", None)
+    used = subprocess.run([sys.executable, "-c", USE_EVERY_KERNEL], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert used.returncode == 0 and "stepped" in used.stdout, used.stderr
+    for kernel in KERNELS:
+        assert used.stderr.count(f"RuntimeWarning: vec_envs: the C kernel {kernel} is not built") == 1, used.stderr
+    assert used.stderr.count("install a C compiler and Python's headers, then reinstall vec_envs") == len(KERNELS)
+    switched_off = subprocess.run([sys.executable, "-c", "import vec_envs, vec_envs.wrappers"], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=120, check=False,
+                                  env={**env, "VEC_ENVS_KERNELS": "0"})
+    assert switched_off.returncode == 0 and switched_off.stderr == "", switched_off.stderr
