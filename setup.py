@@ -1,83 +1,112 @@
-from setuptools import Extension, find_packages, setup
+"""The C kernels of vec_envs: every other setting lives in pyproject.toml.
 
-# RunningMeanStd's one-pass uint8 kernel (VecNormalize over images). Optional: without a
-# C compiler the install goes on and vec_envs.wrappers.running_mean_std uses NumPy instead.
-rms_kernel = Extension(
-    "vec_envs.wrappers._rms_kernel",
-    sources=["wrappers/_rms_kernel.c"],
-    extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off"],
-    optional=True,
-)
+The three kernels are optional. Each is compiled with the flags its compiler family
+takes (gcc and clang, MSVC; any other compiler gets none), and where one cannot be built
+the install goes on, prints which kernel is missing, what runs instead and how to get it,
+and vec_envs runs its NumPy / Python fallback (``python -m vec_envs`` lists the kernels
+that are built). pip shows a build's output with ``pip install -v``.
+"""
+from __future__ import annotations
 
-# EnvSlice's step loop over the envs with nothing to say (every backend's per-env step), and
-# their infos. Optional too: without it vec_envs/stepping/ steps each env in Python.
-step_kernel = Extension(
-    "vec_envs.stepping._step_kernel",
-    sources=["vec_envs/stepping/_step_kernel.c"],
-    extra_compile_args=["-O2"],
-    optional=True,
-)
+import os
+import sys
+import tempfile
 
-# The subprocess transport's look at its lanes (a worker's new requests and answers, the
-# parent's answered envs) in one pass each. Optional too: without it NumPy does the same.
-lanes_kernel = Extension(
-    "vec_envs.subproc.shared._lanes_kernel",
-    sources=["vec_envs/subproc/shared/_lanes_kernel.c"],
-    extra_compile_args=["-O2"],
-    optional=True,
-)
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
-extras = {
-    "atari": ["ale-py>=0.12"],  # 0.12: the C++ vector engine with same-step auto-reset (ALEVecEnv)
-    "ray": ["ray>=2.9"],
-    "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4.9"],
-    "bench": ["matplotlib>=3.7", "psutil>=5.9"],
-    "sb3": ["stable-baselines3>=2.3"],
-    # PettingZoo ParallelEnvs as VecEnvs with a row per agent (vec_envs.multiagent); mpe2 has
-    # simple_spread_v3, which the examples, the training script and the benchmark use
-    "multiagent": ["pettingzoo>=1.24", "mpe2>=1.0"],
-    # the documentation site: python -m sphinx -W --keep-going -b html docs docs/_build/html
-    "docs": ["sphinx>=7.2", "myst-parser>=2.0", "furo>=2024.1", "sphinx-copybutton>=0.5"],
+# Per kernel: its flags by compiler family ("gnu": gcc, clang and compilers that take their
+# flags; "msvc"), and what runs where it is not built.
+KERNELS = {
+    # RunningMeanStd's one-pass uint8 update (VecNormalize over images); the same bits as NumPy's
+    # path, so no FMA contraction
+    "vec_envs.wrappers._rms_kernel": (
+        "wrappers/_rms_kernel.c",
+        {"gnu": ["-O3", "-fno-math-errno", "-ffp-contract=off"], "msvc": ["/O2", "/fp:precise"]},
+        "VecNormalize's running statistics over uint8 images use NumPy (same results, slower)",
+    ),
+    # EnvSlice's step loop over the envs with nothing to say (every backend's per-env step)
+    "vec_envs.stepping._step_kernel": (
+        "vec_envs/stepping/_step_kernel.c",
+        {"gnu": ["-O2"], "msvc": ["/O2"]},
+        "every backend steps each env in Python (same results, more CPU per step)",
+    ),
+    # the subprocess transport's look at its lanes (new requests, answers, answered envs)
+    "vec_envs.subproc.shared._lanes_kernel": (
+        "vec_envs/subproc/shared/_lanes_kernel.c",
+        {"gnu": ["-O2"], "msvc": ["/O2"]},
+        "SubprocVecEnv reads its lanes with NumPy (same results, more CPU per step)",
+    ),
 }
-# The test extra installs every other extra, so no test is skipped; torch is pinned to the
-# release whose CPU build lies on the CI machines (no CUDA download).
-extras["test"] = sorted(
-    {"pytest>=8.1", "pytest-timeout>=2.2", "hypothesis>=6.100", "psutil>=5.9", "ruff~=0.17.6", "mypy~=2.4.1",
-     "torch==2.13.0", "supersuit>=3.9"}  # supersuit: the multi-agent benchmark's contender
-    | {req for name in ("atari", "ray", "video", "bench", "sb3", "multiagent", "docs") for req in extras[name]}
-)
+GNU_PROBE = "int vec_envs_probe(void) { return 0; }\n"
+
+
+class BuildKernels(build_ext):
+    """build_ext that picks each kernel's flags for the compiler at hand and, where an
+    optional kernel fails to build, says so in a warning and goes on."""
+
+    def build_extensions(self) -> None:
+        family = self.compiler_family()
+        for ext in self.extensions:
+            ext.extra_compile_args = KERNELS[ext.name][1].get(family, []) if ext.name in KERNELS else []
+        self.announce(f"vec_envs: C compiler family {family!r}", level=2)
+        self.missing: dict[str, str] = {}
+        super().build_extensions()
+        if self.missing:
+            warn_missing(self.missing)
+
+    def compiler_family(self) -> str:
+        """``msvc``; ``gnu`` where the compiler builds a file with every gcc / clang flag the
+        kernels use; else ``other`` (no flags)."""
+        if self.compiler.compiler_type == "msvc":
+            return "msvc"
+        if self.compiler.compiler_type not in ("unix", "mingw32", "cygwin"):
+            return "other"
+        flags = sorted({flag for _, by_family, _ in KERNELS.values() for flag in by_family["gnu"]})
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "probe.c")
+            with open(source, "w", encoding="ascii") as f:
+                f.write(GNU_PROBE)
+            try:
+                self.compiler.compile([source], output_dir=tmp, extra_postargs=flags)
+            except Exception:  # noqa: BLE001 (any failure: these flags are not for this compiler)
+                return "other"
+        return "gnu"
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001 (a compiler's failures come as several classes)
+            if not ext.optional:
+                raise
+            self.missing[ext.name] = self.reason(exc)
+
+    def reason(self, exc: Exception) -> str:
+        """Why a kernel was not built, in a few words."""
+        tool = {"CompileError": ("compiling", "compiler_so"), "LinkError": ("linking", "linker_so")}
+        if type(exc).__name__ in tool:
+            step, command = tool[type(exc).__name__]
+            program = (getattr(self.compiler, command, None) or ["the C compiler"])[0]
+            return f"{step} with {program} failed; its output is above"
+        text = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return text if len(text) <= 160 else text[:157] + "..."
+
+
+def warn_missing(missing: dict[str, str]) -> None:
+    """One warning on stderr: each kernel not built, why, what runs instead; how to get them."""
+    lines = ["", "WARNING: vec_envs installs without some of its optional C kernels; it works the same, "
+             "with more CPU per step:"]
+    for name, reason in missing.items():
+        fallback = KERNELS[name][2] if name in KERNELS else "its Python fallback runs"
+        lines += [f"  - {name} was not built ({reason})", f"    without it {fallback}"]
+    lines += ["  To get them: install a C compiler and Python's headers (Debian/Ubuntu: apt-get install "
+              "build-essential python3-dev; Fedora: dnf install gcc python3-devel; macOS: xcode-select --install), "
+              "then reinstall vec_envs (pip install --force-reinstall --no-deps vec_envs; in a checkout: pip install "
+              "-e .). python -m vec_envs lists the kernels that are built.", ""]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
 
 setup(
-    name="vec_envs",
-    version="0.1.0",
-    description="Fast, hard-to-break vectorized RL environments (baselines-style API on gymnasium)",
-    long_description=open("README.md", encoding="utf-8").read(),
-    long_description_content_type="text/markdown",
-    license="MIT",
-    # vec_envs/wrappers is a link to the top-level wrappers/ folder: the wrappers install as
-    # vec_envs.wrappers, and site-packages gets no top-level package of that common name
-    packages=find_packages(include=["vec_envs", "vec_envs.*"]),
-    package_data={"vec_envs": ["py.typed"], "vec_envs.wrappers": ["py.typed"]},
-    ext_modules=[rms_kernel, step_kernel, lanes_kernel],
-    python_requires=">=3.10",
-    install_requires=[
-        "numpy>=1.24",
-        "gymnasium>=1.0",
-        "cloudpickle>=2.0",
-        "opencv-python>=4.8",
-        "tqdm>=4.60",
-    ],
-    extras_require=extras,
-    entry_points={
-        "console_scripts": [
-            "vec-envs-run-atari = vec_envs.cli.run_atari:main",
-            "vec-envs-train-ppo = vec_envs.cli.train_ppo:main",
-            "vec-envs-convert-vecnormalize = vec_envs.cli.convert_vecnormalize:main",
-            "vec-envs-train-multiagent = vec_envs.cli.train_multiagent:main",
-        ],
-    },
-    classifiers=[
-        "Programming Language :: Python :: 3",
-        "Topic :: Scientific/Engineering :: Artificial Intelligence",
-    ],
+    ext_modules=[Extension(name, sources=[source], optional=True) for name, (source, _, _) in KERNELS.items()],
+    cmdclass={"build_ext": BuildKernels},
 )

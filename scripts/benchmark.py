@@ -8,17 +8,15 @@
     python scripts/benchmark.py wrappers --env pong       # what the wrapper stack adds to a step
     python scripts/benchmark.py interop --clock cpu       # what each interop adapter adds
     python scripts/benchmark.py ray                       # RayVecEnv against SubprocVecEnv
-    python scripts/benchmark.py agent-pause               # step time when the agent thinks between steps
     python scripts/benchmark.py multiagent                # agent rows of simple_spread_v3 against SuperSuit
-    python scripts/benchmark.py step-path                 # the files and functions a step and a recv/send run
     python scripts/benchmark.py infos                     # what an info every step costs each backend
-    python scripts/benchmark.py slice-loop                # a slice's step loop: C, Python, a plain loop
-    python scripts/benchmark.py wake-penalty --busy 2     # what a sleep costs the code run after it
     python scripts/benchmark.py autoreset                 # next-step autoreset against same-step
     python scripts/benchmark.py plot RUN_DIR --out DIR    # a workloads run's cells as PNGs (the docs' plots)
     python scripts/benchmark.py COMMAND --help            # every option, with its default
 
 The harness lives in ``scripts/bench/``; results and their commands in ``scripts/BENCHMARKS.md``.
+Investigations of the transport (a step's path, the slice loop, wake-ups, an agent pausing
+between steps) are small scripts of their own in ``scripts/probes/``.
 """
 from __future__ import annotations
 
@@ -29,43 +27,23 @@ from typing import Any
 from bench.autoreset import AutoresetArgs, run_autoreset
 from bench.infos import InfosArgs, run_infos
 from bench.machine import require
-from bench.micro import (
-    AgentPauseArgs,
-    AleArgs,
-    InteropArgs,
-    RayArgs,
-    SliceLoopArgs,
-    WakePenaltyArgs,
-    WrappersArgs,
-    run_agent_pause,
-    run_ale,
-    run_interop,
-    run_ray,
-    run_slice_loop,
-    run_wake_penalty,
-    run_wrappers,
-)
+from bench.micro import InteropArgs, RayArgs, WrappersArgs, run_interop, run_ray, run_wrappers
 from bench.multiagent import MultiagentArgs, run_multiagent
 from bench.overhead import OverheadArgs, run_overhead
 from bench.plot import PlotArgs, run_plot
-from bench.step_path import StepPathArgs, run_step_path
-from bench.suite import WorkloadsArgs, run_workloads
+from bench.suite import AleArgs, WorkloadsArgs, run_ale, run_workloads
 
 from vec_envs.cli.args import parse_subcommands
 
-COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # the workloads command is run by main
+COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int]]] = {  # workloads and ale are run by main
     "workloads": (WorkloadsArgs, lambda args: 0),
     "overhead": (OverheadArgs, run_overhead),
-    "ale": (AleArgs, run_ale),
+    "ale": (AleArgs, lambda args: 0),
     "wrappers": (WrappersArgs, run_wrappers),
     "interop": (InteropArgs, run_interop),
     "ray": (RayArgs, run_ray),
-    "agent-pause": (AgentPauseArgs, run_agent_pause),
     "multiagent": (MultiagentArgs, run_multiagent),
-    "step-path": (StepPathArgs, run_step_path),
     "infos": (InfosArgs, run_infos),
-    "slice-loop": (SliceLoopArgs, run_slice_loop),
-    "wake-penalty": (WakePenaltyArgs, run_wake_penalty),
     "autoreset": (AutoresetArgs, run_autoreset),
     "plot": (PlotArgs, run_plot),
 }
@@ -87,8 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         require(f"benchmark.py {name}", *NEEDS[name])
     if name == "wrappers" and args.env == "pong":
         require("benchmark.py wrappers --env pong", ["ale_py"], "atari")
-    if name == "workloads":  # the report quotes its command line
-        return run_workloads(args, " ".join(["python scripts/benchmark.py", *argv]))
+    if name in ("workloads", "ale"):  # the report quotes its command line
+        command = " ".join(["python scripts/benchmark.py", *argv])
+        return run_workloads(args, command) if name == "workloads" else run_ale(args, command)
     return COMMANDS[name][1](args)
 
 

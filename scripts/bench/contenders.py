@@ -4,7 +4,7 @@ A ``Stepper``'s ``step`` is one call of the timed loop: a lock-step ``step`` of 
 batch (``steps_per_call = num_envs``) or one ``recv`` + ``send`` round of an
 asynchronous API (``steps_per_call = batch_size``). A ``Method`` is a row of the report:
 its ``family`` picks the builder (raw env loop, the machine ceiling, ours, ALEVecEnv,
-gymnasium, SB3, EnvPool), each a short function; ``unavailable`` says why a method
+gymnasium, SB3, EnvPool, PufferLib), each a short function; ``unavailable`` says why a method
 cannot run here (a package not installed, a backend without the asynchronous API).
 
 Example:
@@ -27,8 +27,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -274,7 +276,8 @@ class Method:
     Attributes:
         key: command-line name.
         label: the report's name for it.
-        family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool).
+        family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool,
+            pufferlib).
         options: that builder's arguments.
         recv_send: driven by ``recv`` / ``send``, ``batch_size = num_envs // batch_divisor``.
         batch_divisor: see ``recv_send``.
@@ -333,6 +336,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("envpool", "EnvPool (sync)", "envpool", workloads=NOT_BUSY),
     Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True,
            workloads=NOT_BUSY),
+    Method("pufferlib", "PufferLib Multiprocessing", "pufferlib"),
 ]}
 
 
@@ -363,7 +367,8 @@ def unavailable(method: Method, workload: Workload) -> str | None:
     if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
         return f"{method.label}: not installed (ale-py: {install_hint('atari')})"
     backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
-    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py"}.get(method.family)
+    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py",
+             "pufferlib": "pufferlib"}.get(method.family)
     needs = "ray" if backend == "RayVecEnv" else needs
     if needs and not _installed(needs):
         return f"{method.label}: not installed ({needs})"
@@ -480,6 +485,20 @@ def build_envpool(workload: Workload, env_fns: EnvFns, method: Method, seed: int
     return EnvPoolStepper(envs, envs.action_space, bool(workload.frame_stack), note)
 
 
+def build_pufferlib(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """PufferLib's Multiprocessing backend: one worker per core (at most one per env), each env
+    behind PufferLib's emulation layer."""
+    import pufferlib.emulation
+    import pufferlib.vector
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = max(w for w in range(1, min(cores, workload.num_envs) + 1) if workload.num_envs % w == 0)
+    creators = [partial(pufferlib.emulation.GymnasiumPufferEnv, env_creator=fn) for fn in env_fns]
+    envs = pufferlib.vector.make(creators, backend=pufferlib.vector.Multiprocessing, num_envs=workload.num_envs,
+                                 num_workers=workers)
+    return GymVectorStepper(envs, envs.single_action_space, note=f"{workers} workers; its own emulation layer")
+
+
 def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """Env 0 of the workload, alone."""
     return RawStepper(env_fns[0]())
@@ -488,7 +507,7 @@ def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
 BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
     "raw": build_raw, "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine,
     "gymnasium": build_gymnasium,
-    "sb3": build_sb3, "envpool": build_envpool,
+    "sb3": build_sb3, "envpool": build_envpool, "pufferlib": build_pufferlib,
 }
 
 

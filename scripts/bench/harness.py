@@ -49,7 +49,7 @@ from gymnasium import spaces
 from bench.contenders import METHODS, EnvFns, RawStepper, Stacked, build
 from bench.envs import WORKLOADS, make_env
 
-__all__ = ["presample", "run_for", "time_calls", "time_block", "busy_wait", "available_cores", "measure_ceiling",
+__all__ = ["presample", "run_for", "time_calls", "time_block", "available_cores", "measure_ceiling",
            "MARK", "CellSpec", "measure", "main"]
 
 MARK = "@@bench "             # prefix of the lines a cell sends its parent on stdout
@@ -87,21 +87,13 @@ def run_for(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray, s
             return count, now - start
 
 
-def time_calls(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray, pause_s: float = 0.0) -> np.ndarray:
-    """Seconds of each call of ``call``, once per element of ``arguments``.
-
-    Args:
-        call: what is timed.
-        arguments: one argument per call, in order.
-        pause_s: CPU kept busy between calls (an agent thinking between steps).
-    """
+def time_calls(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Seconds of each call of ``call``, once per element of ``arguments`` (in order)."""
     seconds = np.empty(len(arguments))
     for i, argument in enumerate(arguments):
         start = time.perf_counter()
         call(argument)
         seconds[i] = time.perf_counter() - start
-        if pause_s:
-            busy_wait(pause_s)
     return seconds
 
 
@@ -119,13 +111,6 @@ def time_block(call: Callable[[Any], Any], arguments: Sequence[Any] | np.ndarray
     for argument in arguments:
         call(argument)
     return (clock() - start) / len(arguments)
-
-
-def busy_wait(seconds: float) -> None:
-    """Keep this thread on the CPU for ``seconds`` (no sleep: an agent computing)."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
 
 
 # ---------------------------------------------------------------- the machine ceiling

@@ -27,7 +27,7 @@ import numpy as np
 from bench.envs import cartpole, cartpole_with_infos
 from bench.report import markdown_table
 
-__all__ = ["InfosArgs", "run_infos", "summary", "tree_cpu"]
+__all__ = ["InfosArgs", "run_infos", "summary"]
 
 BACKENDS = ("subproc", "dummy")
 
@@ -49,21 +49,6 @@ class InfosArgs:
                              "--seconds and --rounds must be positive")
 
 
-def tree_cpu() -> float:
-    """CPU seconds so far of this process and every live process under it (the workers)."""
-    import psutil
-
-    total = 0.0
-    me = psutil.Process()
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.Error:  # gone meanwhile
-            continue
-        total += times.user + times.system
-    return total
-
-
 def _make(backend: str, env_fn: Callable[[], Any], num_envs: int) -> Any:
     from vec_envs import DummyVecEnv, SubprocVecEnv
 
@@ -74,6 +59,7 @@ def _make(backend: str, env_fn: Callable[[], Any], num_envs: int) -> Any:
 
 def _cell(backend: str, infos: bool, args: InfosArgs) -> tuple[float, float]:
     """One cell, built afresh: (env-steps/s, process-tree CPU us per env step)."""
+    from bench.tree import own_tree_cpu  # psutil: the command checks for it first
     venv = _make(backend, cartpole_with_infos if infos else cartpole, args.num_envs)
     try:
         venv.seed(0)
@@ -82,12 +68,12 @@ def _cell(backend: str, infos: bool, args: InfosArgs) -> tuple[float, float]:
         end = time.perf_counter() + args.warmup
         while time.perf_counter() < end:
             venv.step(actions[0])
-        steps, cpu, start = 0, tree_cpu(), time.perf_counter()
+        steps, cpu, start = 0, own_tree_cpu(), time.perf_counter()
         end = start + args.seconds
         while time.perf_counter() < end:
             venv.step(actions[steps % len(actions)])
             steps += 1
-        wall, cpu = time.perf_counter() - start, tree_cpu() - cpu
+        wall, cpu = time.perf_counter() - start, own_tree_cpu() - cpu
     finally:
         venv.close()
     env_steps = steps * args.num_envs

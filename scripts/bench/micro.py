@@ -1,6 +1,5 @@
-"""The focused measurements: ALEVecEnv on W4, the wrapper stack, the interop adapters, Ray,
-an agent that pauses between steps, the slice's step loop, what a sleep costs the code run
-after it. Each is an ``Args`` dataclass (a subcommand of
+"""The focused measurements: the wrapper stack, the interop adapters, Ray.
+Each is an ``Args`` dataclass (a subcommand of
 ``scripts/benchmark.py``) and a ``run_*`` function that measures and prints its table.
 
 Contenders that are compared take turns (rounds alternate, repeats go round-robin), so
@@ -16,8 +15,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,15 +23,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bench.envs import ENVS, WORKLOADS, SyntheticFrameEnv, make_env, make_pong
+from bench.envs import ENVS, SyntheticFrameEnv, make_env, make_pong
 from bench.harness import presample, time_block, time_calls
 from bench.report import LatencyStats, fmt, markdown_table
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
 from vec_envs.cli.args import in_series_arg
 
-__all__ = ["AleArgs", "run_ale", "WrappersArgs", "run_wrappers", "InteropArgs", "run_interop", "RayArgs",
-           "run_ray", "AgentPauseArgs", "run_agent_pause", "SliceLoopArgs", "run_slice_loop", "WakePenaltyArgs",
-           "run_wake_penalty"]
+__all__ = ["WrappersArgs", "run_wrappers", "InteropArgs", "run_interop", "RayArgs", "run_ray"]
 
 BACKENDS: dict[str, Any] = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 CELL_TIMEOUT_S = 300.0
@@ -46,77 +41,6 @@ def _at_least_one(**values: int) -> None:
         names = [f"--{k.replace('_', '-')}" for k in values]
         raise ValueError(f"{', '.join(names[:-1])} and {names[-1]} must be >= 1; received "
                          f"{', '.join(map(str, values.values()))}")
-
-
-# ---------------------------------------------------------------- ALEVecEnv on W4
-ALE_METHODS = {  # key -> (the workloads command's method, label in this table)
-    "sync": ("gym-sync", "gymnasium SyncVectorEnv + in-script stack"),
-    "subproc": ("subproc", "SubprocVecEnv() + VecFrameStack"),
-    "ale": ("ale", "ALEVecEnv(frame_stack=4), step()"),
-    "ale-async4": ("ale-async", "ALEVecEnv(batch_size=4), recv/send"),
-    "ale-async2": ("ale-async-4", "ALEVecEnv(batch_size=2), recv/send"),
-    "engine": ("ale-engine", "ale-py AtariVectorEnv (raw engine)"),
-}
-
-
-@dataclass
-class AleArgs:
-    """ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, ale-py.
-
-    The cells of the workloads command (a fresh process each), repeats round-robin over the methods.
-    """
-
-    methods: str = field(default=",".join(ALE_METHODS), metadata={"help": f"comma-separated, of {list(ALE_METHODS)}"})
-    repeats: int = field(default=3, metadata={"help": "cells per method, round-robin"})
-    window: float = field(default=5.0, metadata={"help": "seconds of each timed window"})
-    warmup: float = field(default=1.0, metadata={"help": "seconds stepped before the window"})
-    seed: int = field(default=0, metadata={"help": "seeds the envs and the pre-sampled actions"})
-
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.methods.split(",")) - set(ALE_METHODS))
-        if unknown:
-            raise ValueError(f"--methods: unknown {unknown}; expected some of {list(ALE_METHODS)}")
-        if self.repeats < 1 or self.window <= 0 or self.warmup < 0:
-            raise ValueError("--repeats must be >= 1, --window > 0, --warmup >= 0")
-
-
-def _ale_cells(args: AleArgs) -> dict[str, list[dict[str, Any]]]:
-    """Every cell's record, by method key; exits with the error of a cell that failed."""
-    from bench.contenders import METHODS, unavailable
-    from bench.harness import CellSpec
-    from bench.tree import run_cell_process
-
-    keys = args.methods.split(",")
-    for key in keys:
-        why = unavailable(METHODS[ALE_METHODS[key][0]], WORKLOADS["W4"])
-        if why:
-            raise SystemExit(f"benchmark.py ale: {key}: {why}")
-    cells: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
-    for repeat in range(args.repeats):
-        for key in keys[repeat % len(keys):] + keys[:repeat % len(keys)]:
-            spec = CellSpec("W4", ALE_METHODS[key][0], repeat, args.seed, args.window, args.warmup, handshake=True)
-            record = run_cell_process(spec, CELL_TIMEOUT_S)
-            if "error" in record:
-                raise SystemExit(f"benchmark.py ale: {key} failed: {record['error']}")
-            cells[key].append(record)
-            print(f"repeat {repeat + 1}/{args.repeats} {key}: {record['steps_per_s']:.0f} steps/s", file=sys.stderr)
-    return cells
-
-
-def run_ale(args: AleArgs) -> int:
-    """One row per method: median steps/s, every run, the ratio to SyncVectorEnv, steps per CPU s."""
-    from bench.report import summarize
-
-    cells = _ale_cells(args)
-    sums = summarize([{"workload": "W4", "method": key, **cell} for key, runs in cells.items() for cell in runs])
-    sync = sums["W4", "sync"].rate if "sync" in cells else None
-    rows = [[ALE_METHODS[key][1], f"{sums['W4', key].rate:.0f}", ", ".join(f"{c['steps_per_s']:.0f}" for c in runs),
-             f"{sums['W4', key].rate / sync:.2f}" if sync else "-", f"{sums['W4', key].per_cpu_s:.0f}"]
-            for key, runs in cells.items()]
-    print(f"\nW4: {WORKLOADS['W4'].title}, {args.repeats} x {args.window:g} s windows\n")
-    header = ["method", "env steps/s (median)", "runs", "x SyncVectorEnv", "env steps per CPU s"]
-    print("\n".join(markdown_table(header, rows, "lrlrr")))
-    return 0
 
 
 # ---------------------------------------------------------------- the wrapper stack
@@ -346,186 +270,4 @@ def run_ray(args: RayArgs) -> int:
     header = ["workload", "backend", "workers", "build s", "step latency ms (p90)", "env steps/s"]
     print("\n".join(markdown_table(header, _ray_rows(results), "llrrrr")))
     print(f"\nbare Ray round trip (no-op actor call): {round_trip.median_ms:.2f} ms median")
-    return 0
-
-
-# ---------------------------------------------------------------- an agent pausing between steps
-AGENT_WARMUP_STEPS = 10
-
-
-@dataclass
-class AgentPauseArgs:
-    """Step time of SubprocVecEnv() (CartPole-v1) when the agent keeps the CPU busy between steps.
-
-    Meanwhile the workers wait: they spin for a while, then sleep; how fast a sleeping worker
-    notices the next step decides what the step costs. Each step() is timed alone.
-    """
-
-    pause_ms: tuple[float, ...] = field(default=(0.0, 1.0, 5.0, 20.0), metadata={
-        "help": "the agent's busy pauses between steps, in ms"})
-    steps: int = field(default=300, metadata={"help": "steps timed per pause"})
-    num_envs: int = field(default=8, metadata={"help": "CartPole-v1 envs"})
-
-    def __post_init__(self) -> None:
-        _at_least_one(steps=self.steps, num_envs=self.num_envs)
-        if min(self.pause_ms) < 0:
-            raise ValueError(f"--pause-ms must be >= 0; received {list(self.pause_ms)}")
-
-
-def _paused_step_times(pause_s: float, steps: int, num_envs: int) -> np.ndarray:
-    """Seconds of each ``step()`` after a warm-up, with a busy pause after each."""
-    with SubprocVecEnv([partial(make_env, "cartpole")] * num_envs) as venv:
-        venv.reset()
-        actions = np.zeros((AGENT_WARMUP_STEPS + steps, num_envs), np.int64)
-        return time_calls(venv.step, actions, pause_s)[AGENT_WARMUP_STEPS:]
-
-
-def run_agent_pause(args: AgentPauseArgs) -> int:
-    """One row per pause: the median, 90th percentile and mean step time."""
-    rows = [[f"{pause:g}", *LatencyStats.of(_paused_step_times(pause / 1e3, args.steps, args.num_envs)).cells()]
-            for pause in args.pause_ms]
-    print(f"SubprocVecEnv(), CartPole-v1 x {args.num_envs}, {args.steps} steps timed per pause\n")
-    print("\n".join(markdown_table(["agent pause ms", *(f"step {h}" for h in LatencyStats.HEADER)], rows)))
-    return 0
-
-
-# ---------------------------------------------------------------- the slice's step loop
-@dataclass
-class SliceLoopArgs:
-    """CPU per env step of one slice of envs: a plain loop over ``env.step``, EnvSlice with its
-    C loop (``_step_kernel.c``) and EnvSlice stepping every env in Python. The three take
-    turns, round after round, in this thread (``time.thread_time()``)."""
-
-    env: Literal["cartpole", "zero"] = field(default="cartpole", metadata={"help": "the env of every slot"})
-    num_envs: int = field(default=16, metadata={"help": "envs in the slice (a worker's in_series)"})
-    episode_length: int = field(default=500, metadata={"help": "steps per episode of the zero-cost env"})
-    rounds: int = field(default=15, metadata={"help": "rounds; each times every loop once"})
-    steps: int = field(default=300, metadata={"help": "batches per loop and round"})
-
-    def __post_init__(self) -> None:
-        _at_least_one(num_envs=self.num_envs, rounds=self.rounds, steps=self.steps,
-                      episode_length=self.episode_length)
-
-
-def _slice_loops(args: SliceLoopArgs) -> dict[str, Callable[[Any], Any]]:
-    """One batch step of each contender, on envs of their own."""
-    from vec_envs.spaces.batching import BatchBuffers
-    from vec_envs.stepping import env_slice
-
-    fns = [partial(make_env, args.env, i, episode_length=args.episode_length) for i in range(args.num_envs)]
-    raw = [fn() for fn in fns]
-    for i, env in enumerate(raw):
-        env.reset(seed=i)
-
-    def plain(actions: np.ndarray) -> None:
-        for env, action in zip(raw, actions):
-            _, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                env.reset()
-
-    def built(kernel: Any) -> Callable[[Any], Any]:
-        kept, env_slice._step_kernel = env_slice._step_kernel, kernel
-        try:  # the kernel is looked up when the buffers are attached
-            envs = env_slice.EnvSlice(fns)
-            envs.attach(BatchBuffers.allocate(envs.observation_space, len(fns), terminal=True))
-        finally:
-            env_slice._step_kernel = kept
-        envs.reset(list(range(len(fns))))
-        return envs.step
-
-    loops: dict[str, Callable[[Any], Any]] = {"plain loop": plain}
-    if env_slice._step_kernel is not None:
-        loops["EnvSlice, C loop"] = built(env_slice._step_kernel)
-    loops["EnvSlice, Python loop"] = built(None)
-    return loops
-
-
-def run_slice_loop(args: SliceLoopArgs) -> int:
-    """A row per loop: median and best µs of CPU per env step, and the median over the plain loop."""
-    loops = _slice_loops(args)
-    actions = presample(make_env(args.env).action_space, args.num_envs, args.steps, seed=0)
-    cpu: dict[str, list[float]] = {name: [] for name in loops}
-    for _ in range(args.rounds):
-        for name, step in loops.items():
-            start = time.thread_time()
-            for batch in actions:
-                step(batch)
-            cpu[name].append(1e6 * (time.thread_time() - start) / (args.steps * args.num_envs))
-    plain = cpu["plain loop"]
-    rows = [[name, f"{statistics.median(us):.2f}", f"{min(us):.2f}",
-             f"{statistics.median(a - b for a, b in zip(us, plain)):+.2f}"] for name, us in cpu.items()]
-    print(f"{args.env} x {args.num_envs} in one slice, {args.rounds} rounds of {args.steps} batches, "
-          "loops taking turns; us of CPU per env step\n")
-    print("\n".join(markdown_table(["loop", "median us", "best us", "over the plain loop (median)"], rows)))
-    if "EnvSlice, C loop" not in loops:
-        print("\nthe C loop is not built here (vec_envs/stepping/_step_kernel.c): pip install -e . with a C compiler")
-    return 0
-
-
-# ------------------------------------------------------------------ wake penalty
-@dataclass
-class WakePenaltyArgs:
-    """What a sleep costs the code run after it: the CPU of one parent-like batch of
-    bookkeeping right after sleeping, against the same work back to back."""
-
-    sleeps_ms: str = field(default="0,0.05,0.3,1,3", metadata={"help": "comma-separated sleeps before each batch "
-                                                                       "of work, in ms (0: back to back)"})
-    busy: int = field(default=0, metadata={"help": "processes stepping CartPole-v1 meanwhile, as workers do"})
-    num_envs: int = field(default=256, metadata={"help": "envs the bookkeeping is for (N)"})
-    rounds: int = field(default=300, metadata={"help": "batches of work per sleep"})
-
-    def __post_init__(self) -> None:
-        _at_least_one(num_envs=self.num_envs, rounds=self.rounds)
-        if self.busy < 0 or any(float(ms) < 0 for ms in self.sleeps_ms.split(",")):
-            raise ValueError(f"--busy and --sleeps-ms must be >= 0; received {self.busy}, {self.sleeps_ms!r}")
-
-
-_BUSY_LOOP = """import gymnasium as gym
-env = gym.make("CartPole-v1"); env.reset(seed=0)
-while True:
-    if any(env.step(0)[2:4]):
-        env.reset()
-"""
-
-
-def _bookkeeping(num_envs: int) -> Callable[[], Any]:
-    """A parent's per-batch work: NumPy over the lanes, the infos, the rows (no syscalls)."""
-    answered, expected = np.zeros(num_envs, np.int64), np.zeros(num_envs, np.int64)
-    rows, dones = np.zeros((num_envs, 4), np.float32), np.zeros(num_envs, np.bool_)
-    quiet = bytes(8 * num_envs)
-
-    def work() -> Any:
-        finished = (answered >> 1) == expected
-        same = answered.tobytes() == quiet
-        infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
-        ended = dones.nonzero()[0]
-        return finished, same, infos, ended, rows.copy(), dones.copy()
-    return work
-
-
-def run_wake_penalty(args: WakePenaltyArgs) -> int:
-    """A row per sleep: median µs of CPU of the work after it, and its ratio to back to back."""
-    sleeps = [float(ms) / 1000 for ms in args.sleeps_ms.split(",")]
-    work = _bookkeeping(args.num_envs)
-    busy = [subprocess.Popen([sys.executable, "-c", _BUSY_LOOP]) for _ in range(args.busy)]
-    try:
-        time.sleep(2.0 if busy else 0.0)  # the busy processes import gymnasium first
-        cpu: dict[float, list[float]] = {s: [] for s in sleeps}
-        for _ in range(args.rounds):  # the sleeps take turns: drift hits them alike
-            for s in sleeps:
-                if s:
-                    time.sleep(s)
-                start = time.thread_time()
-                work()
-                cpu[s].append(1e6 * (time.thread_time() - start))
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
-    hot = statistics.median(cpu[0.0]) if 0.0 in cpu else None
-    rows = [[f"{1000 * s:g}", f"{statistics.median(us):.1f}",
-             "n/a" if hot is None else f"{statistics.median(us) / hot:.2f}"] for s, us in cpu.items()]
-    print(f"a parent's bookkeeping for {args.num_envs} envs after each sleep, {args.rounds} rounds, "
-          f"{args.busy} processes stepping CartPole-v1 meanwhile, {os.cpu_count()} CPUs; us of CPU\n")
-    print("\n".join(markdown_table(["sleep ms", "work us (median)", "x back to back"], rows)))
     return 0

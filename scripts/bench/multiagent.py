@@ -10,12 +10,7 @@ what the parent spends; for in-process contenders, everything), and the CPU per
 agent-step of every process (this one and all under it, with psutil): what a contender
 costs whatever else runs on the machine, where agent-steps/s depends on the free cores.
 
-A second table isolates the parent's cost per row: envs that cost almost nothing to step
-(``Echo``: 3 agents, or a single agent, with simple_spread's spaces and 25-step
-episodes) on SubprocVecEnv with 2 workers and the parent only driving: the parent's CPU
-per agent-step against its CPU per env step of a single-agent VecEnv with as many rows,
-and with as many envs. The same envs stepped packed (the backend under the rows, one row
-per env) and both again in-process show what the rows layer itself costs.
+What the rows layer costs on its own: ``scripts/probes/multiagent_rows.py``.
 
     pip install -e ".[multiagent]"           # supersuit too, for its rows
     python scripts/benchmark.py multiagent --rounds 9
@@ -29,9 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 #: a contender: (step once, agent-steps per step, close)
 Contender = tuple[Callable[[], Any], int, Callable[[], None]]
@@ -45,64 +38,6 @@ class MultiagentArgs:
     rounds: int = field(default=7, metadata={"help": "alternated rounds (medians are over these)"})
     steps: int = field(default=200, metadata={"help": "batched steps per contender per round"})
     max_cycles: int = field(default=25, metadata={"help": "steps per simple_spread episode"})
-
-
-class Echo:
-    """A ParallelEnv (3 agents by default) that costs almost nothing: fixed observations,
-    25-step episodes truncated together."""
-
-    metadata = {"name": "echo_v0"}
-
-    def __init__(self, n_agents: int = 3) -> None:
-        self.possible_agents = [f"agent_{k}" for k in range(n_agents)]
-        self.agents: list[str] = []
-        self._obs = {a: np.zeros(18, np.float32) for a in self.possible_agents}
-        self._zeros = dict.fromkeys(self.possible_agents, 0.0)
-        self._false = dict.fromkeys(self.possible_agents, False)
-        self._true = dict.fromkeys(self.possible_agents, True)
-        self._infos: dict[str, dict] = {a: {} for a in self.possible_agents}
-        self.t = 0
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return spaces.Box(-np.inf, np.inf, (18,), np.float32)
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return spaces.Discrete(5)
-
-    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        self.agents, self.t = list(self.possible_agents), 0
-        return self._obs, self._infos
-
-    def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
-        self.t += 1
-        over = self.t >= 25
-        if over:
-            self.agents = []
-        return self._obs, self._zeros, self._false, self._true if over else self._false, self._infos
-
-
-class EchoSingle(gym.Env):
-    """Echo's single-agent twin: the same observation, action space and episodes."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (18,), np.float32)
-    action_space = spaces.Discrete(5)
-
-    def __init__(self) -> None:
-        self._obs, self.t = np.zeros(18, np.float32), 0
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        self.t = 0
-        return self._obs, {}
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        self.t += 1
-        return self._obs, 0.0, False, self.t >= 25, {}
-
-
-def echo_parallel_env() -> Any:
-    from pettingzoo.utils.env import ParallelEnv
-
-    return type("EchoParallelEnv", (Echo, ParallelEnv), {})()
 
 
 def spread(max_cycles: int) -> Any:
@@ -149,28 +84,6 @@ def supersuit_vec_env(args: MultiagentArgs, num_cpus: int) -> Contender:
     return functools.partial(venv.step, actions), venv.num_envs, venv.close
 
 
-def echo_rows(args: MultiagentArgs, backend: str, packed: bool = False) -> Contender:
-    """8 Echo envs as agent rows; ``packed``: step the backend under the rows directly (one
-    row per env, the agents packed), so the difference is what the rows layer costs."""
-    from vec_envs.multiagent import make_multiagent_vec_env
-
-    kwargs = {"in_series": max(1, args.num_envs // 2), "step_in_parent": False} if backend == "subproc" else {}
-    venv = make_multiagent_vec_env(echo_parallel_env, args.num_envs, vec_env_cls=backend, vec_env_kwargs=kwargs)
-    venv.reset()
-    actions = np.ones(venv.num_envs, np.int64)
-    if packed:
-        return functools.partial(venv.venv.step, actions.reshape(args.num_envs, -1)), venv.num_envs, venv.close
-    return functools.partial(venv.step, actions), venv.num_envs, venv.close
-
-
-def echo_single(rows: int) -> Contender:
-    from vec_envs import SubprocVecEnv
-
-    venv = SubprocVecEnv([EchoSingle] * rows, in_series=max(1, rows // 2), step_in_parent=False)
-    venv.reset()
-    return functools.partial(venv.step, np.ones(rows, np.int64)), rows, venv.close
-
-
 def contenders(args: MultiagentArgs) -> dict[str, Contender]:
     made = {
         "raw loop (ParallelEnv.step in series)": raw_loop(args),
@@ -189,39 +102,16 @@ def contenders(args: MultiagentArgs) -> dict[str, Contender]:
     return made
 
 
-def parent_cost_contenders(args: MultiagentArgs) -> dict[str, Contender]:
-    return {f"{args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args, "subproc"),
-            f"{args.num_envs} Echo envs x 3 agents, packed (the backend under the rows)": echo_rows(
-                args, "subproc", packed=True),
-            f"{args.num_envs * 3} EchoSingle envs (single-agent, as many rows)": echo_single(args.num_envs * 3),
-            f"{args.num_envs} EchoSingle envs (single-agent, as many envs)": echo_single(args.num_envs),
-            f"in-process (dummy): {args.num_envs} Echo envs x 3 agents (agent rows)": echo_rows(args, "dummy"),
-            f"in-process (dummy): {args.num_envs} Echo envs x 3 agents, packed": echo_rows(args, "dummy", packed=True)}
-
-
-def tree_cpu() -> float:
-    """CPU seconds so far of this process and every live process under it (the workers)."""
-    import psutil
-
-    total = 0.0
-    me = psutil.Process()
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.Error:  # gone meanwhile
-            continue
-        total += times.user + times.system
-    return total
-
-
 def time_segment(step: Callable[[], Any], steps: int) -> tuple[float, float, float]:
     """(wall seconds, driving-thread CPU seconds, CPU seconds of every process) of ``steps``
     calls to ``step``."""
+    from bench.tree import own_tree_cpu  # psutil: the command checks for it first
+
     step()  # a warm call: the first one after another contender's segment may wake workers
-    tree, cpu, wall = tree_cpu(), time.thread_time(), time.perf_counter()
+    tree, cpu, wall = own_tree_cpu(), time.thread_time(), time.perf_counter()
     for _ in range(steps):
         step()
-    return time.perf_counter() - wall, time.thread_time() - cpu, tree_cpu() - tree
+    return time.perf_counter() - wall, time.thread_time() - cpu, own_tree_cpu() - tree
 
 
 def measure(made: dict[str, Contender], args: MultiagentArgs) -> dict[str, tuple[float, float, float]]:
@@ -242,7 +132,7 @@ def measure(made: dict[str, Contender], args: MultiagentArgs) -> dict[str, tuple
 
 
 def run_multiagent(args: MultiagentArgs) -> int:
-    """Time every contender and print both tables."""
+    """Time every contender and print the table."""
     results = measure(contenders(args), args)
     raw = next(iter(results.values()))[0]
     print(f"simple_spread_v3, {args.num_envs} envs x 3 agents, {args.rounds} rounds of {args.steps} steps "
@@ -252,10 +142,4 @@ def run_multiagent(args: MultiagentArgs) -> int:
     print("|---|---:|---:|---:|---:|")
     for name, (rate, cpu, tree) in results.items():
         print(f"| {name} | {rate:,.0f} | {rate / raw:.2f} | {cpu:.1f} | {tree:.1f} |")
-    print("\nThe parent's cost per row, envs that cost nothing (SubprocVecEnv, 2 workers, parent drives; "
-          "the last two rows: everything in-process)\n")
-    print("| rows | row-steps/s | parent CPU us / row-step |")
-    print("|---|---:|---:|")
-    for name, (rate, cpu, _) in measure(parent_cost_contenders(args), args).items():
-        print(f"| {name} | {rate:,.0f} | {cpu:.2f} |")
     return 0

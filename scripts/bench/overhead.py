@@ -12,15 +12,12 @@ EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1 (wi
   and waking others: what is left where every process has a core to spin on and nobody
   sleeps, as on a many-core machine.
 - **e**: CPU per step of one env stepped alone in a plain loop.
-- With ``--time-env-steps``, **e_in**: the env's own CPU per step inside the workers,
-  sampled (``thread_time`` around one env call in ``SAMPLE``, scaled up), beside the same
-  sample taken in the lone loop: where the env itself runs slower in the workers (cold
-  caches, a busy neighbour core), o counts that; ``o_work + e - e_in`` does not.
 
 Spinning and sleeping are counted by the transport itself once asked
 (``vec_envs.subproc.shared.spin.WAIT_TIMES``): in the parent for the measurement, and in
 each worker by the env factory, which turns the count on there and copies the worker's
-figures to its slot of a small file the parent reads.
+figures to its slot of a small file the parent reads (env access would need every env
+returned, which recv/send never has).
 
 The model: N envs, C cores, the parent on one of them; lock-step batch time
 ``N*p + N/(C-1)*(e+o) + L`` (L: the latency left over, fitted on this machine),
@@ -35,11 +32,12 @@ Example:
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -50,8 +48,8 @@ import gymnasium as gym
 import numpy as np
 
 from bench import SCRIPTS
-from bench.contenders import EnvPoolStepper, GymVectorStepper, RawStepper, RecvSendStepper, Stepper, VecEnvStepper
-from bench.envs import make_env
+from bench.contenders import METHODS, EnvFns, RawStepper, RecvSendStepper, Stepper, VecEnvStepper, build
+from bench.envs import Workload, make_env
 from bench.harness import available_cores, presample, run_for
 from bench.report import fmt, markdown_table
 from vec_envs.cli.args import in_series_arg
@@ -61,7 +59,7 @@ __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 WARMUP_S = 0.3
 ACTION_TABLE = 256
 ENV_LABELS = {"zero": "zero-cost env", "cartpole": "CartPole-v1"}
-METHODS = ("dummy", "subproc", "subproc-async", "envpool", "pufferlib")
+KEYS = ("dummy", "subproc", "subproc-async", "envpool", "pufferlib")
 
 
 @dataclass
@@ -79,11 +77,8 @@ class OverheadArgs:
     step_in_parent: bool = field(default=False, metadata={
         "help": "SubprocVecEnv steps its last slice in the parent, as in_series='auto' does "
                 "(p_net then leaves out that slice's env time, e per step)"})
-    time_env_steps: bool = field(default=False, metadata={
-        "help": "sample the env's own CPU per step inside the workers (thread_time around one env call in "
-                f"{16}) and in the lone loop alike, and report both"})
     envs: str = field(default="zero,cartpole", metadata={"help": "comma-separated: zero, cartpole"})
-    methods: str = field(default=",".join(METHODS), metadata={"help": f"comma-separated, of {list(METHODS)}"})
+    methods: str = field(default=",".join(KEYS), metadata={"help": f"comma-separated, of {list(KEYS)}"})
     seconds: float = field(default=2.0, metadata={"help": "seconds of each timed window (after a warm-up)"})
     project_cores: str = field(default="11.3,64", metadata={
         "help": "comma-separated core counts C the model projects to"})
@@ -94,7 +89,7 @@ class OverheadArgs:
                              f"{self.num_envs}, {self.episode_length}, {self.seconds}")
         if self.batch_size is not None and not 1 <= self.batch_size <= self.num_envs:
             raise ValueError(f"--batch-size must be in [1, --num-envs]; received {self.batch_size}")
-        for option, value, known in (("--envs", self.envs, ENV_LABELS), ("--methods", self.methods, METHODS)):
+        for option, value, known in (("--envs", self.envs, ENV_LABELS), ("--methods", self.methods, KEYS)):
             unknown = sorted(set(value.split(",")) - set(known))
             if unknown:
                 raise ValueError(f"{option}: unknown {unknown}; expected a comma-separated subset of {list(known)}")
@@ -115,16 +110,14 @@ class OverheadArgs:
 
 
 # ---------------------------------------------------------------- counting spins
-SPUN, SLEPT, STEPPED = 0, 1, 2  # the columns of a SpinFile
-COLUMNS = 3
-SAMPLE = 16  # --time-env-steps times one env call in SAMPLE
+SPUN, SLEPT = 0, 1  # the columns of a SpinFile
+COLUMNS = 2
 
 
 @dataclass
 class SpinFile:
-    """A file of float64 seconds, columns of one slot per env index: each worker adds its
-    spin CPU (``SPUN``), its sleeping and waking CPU (``SLEPT``) and its envs' sampled own
-    CPU (``STEPPED``, with ``--time-env-steps``) to its first env's slots."""
+    """A file of float64 seconds, columns of one slot per env index: each worker writes its
+    spin CPU (``SPUN``) and its sleeping and waking CPU (``SLEPT``) to its first env's slots."""
 
     path: str
     slots: int
@@ -135,30 +128,6 @@ class SpinFile:
 
 
 _worker_spins: np.memmap | None = None  # in a worker: its view of the SpinFile
-
-
-class SampledEnvTime(gym.Wrapper):
-    """Adds ``SAMPLE`` x the thread CPU of one call (step or reset) in ``SAMPLE`` to ``add``:
-    an estimate of the env's own CPU that costs two ``thread_time`` calls per ``SAMPLE`` calls."""
-
-    def __init__(self, env: gym.Env, add: Callable[[float], None]) -> None:
-        super().__init__(env)
-        self._add, self._calls = add, 0
-
-    def _timed(self, call: Callable[[], Any]) -> Any:
-        self._calls += 1
-        if self._calls % SAMPLE:
-            return call()
-        start = time.thread_time()
-        result = call()
-        self._add(SAMPLE * (time.thread_time() - start))
-        return result
-
-    def step(self, action: Any) -> Any:
-        return self._timed(lambda: self.env.step(action))
-
-    def reset(self, **kwargs: Any) -> Any:
-        return self._timed(lambda: self.env.reset(**kwargs))
 
 
 class CountedWaits(gym.Wrapper):
@@ -184,8 +153,7 @@ class CountedWaits(gym.Wrapper):
         return self.env.reset(**kwargs)
 
 
-def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int,
-                time_steps: bool = False) -> gym.Env:
+def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, parent: int) -> gym.Env:
     """Env ``index``; in a worker process, first start counting the worker's spins and sleeps (slot ``index``)."""
     global _worker_spins
     made: gym.Env = make_env(env, index, episode_length=episode_length)
@@ -196,13 +164,6 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
         if _worker_spins is None:
             _worker_spins = np.memmap(spins.path, np.float64, "r+", shape=(COLUMNS, spins.slots))
             made = CountedWaits(made, index)  # the first env of the worker reports for it
-    if time_steps and _worker_spins is not None:
-        stepped = _worker_spins[STEPPED]
-
-        def add_stepped(seconds: float) -> None:
-            stepped[index] += seconds
-
-        return SampledEnvTime(made, add_stepped)
     return made
 
 
@@ -252,7 +213,6 @@ class Row:
     o: float = float("nan")
     o_net: float = float("nan")
     o_work: float = float("nan")
-    e_in: float = float("nan")  # --time-env-steps: the env's own CPU per step in the workers
     note: str = ""
 
     def cells(self) -> list[str]:
@@ -298,58 +258,42 @@ class Window:
     worker_spin: float
     parent_sleep: float
     worker_sleep: float
-    worker_env: float
 
 
 def time_window(stepper: Stepper, seconds: float, spins: SpinFile | None) -> Window:
     """Warm up, then step for ``seconds``, reading every CPU counter around the window."""
     actions = stepper.rows(presample(stepper.action_space, stepper.num_envs, ACTION_TABLE, seed=0))
     run_for(stepper.step, actions, WARMUP_S)
-    def workers() -> tuple[float, float, float]:
-        return (spins.read(SPUN), spins.read(SLEPT), spins.read(STEPPED)) if spins else (0.0, 0.0, 0.0)
+    def workers() -> tuple[float, float]:
+        return (spins.read(SPUN), spins.read(SLEPT)) if spins else (0.0, 0.0)
 
     with parent_waits() as waited:
         before = (time.thread_time(), time.process_time(), _children_cpu(), *workers())
         calls, wall = run_for(stepper.step, actions, seconds)
         after = (time.thread_time(), time.process_time(), _children_cpu(), *workers())
-    thread, process, children, worker_spin, worker_sleep, worker_env = (b - a for a, b in zip(before, after))
+    thread, process, children, worker_spin, worker_sleep = (b - a for a, b in zip(before, after))
     return Window(calls * stepper.steps_per_call, wall, thread, process, children, waited[SPUN], worker_spin,
-                  waited[SLEPT], worker_sleep, worker_env)
+                  waited[SLEPT], worker_sleep)
 
 
 def env_cost(env: str, episode_length: int) -> float:
     """e: CPU seconds per step of one env stepped alone (resets included)."""
-    return _lone_loop(env, episode_length, sampled=False)[0]
-
-
-def _lone_loop(env: str, episode_length: int, sampled: bool) -> tuple[float, float]:
-    """One env stepped alone: the loop's CPU per step and, ``sampled`` (``SampledEnvTime``
-    around the env), the sampled estimate of the env's own part of it."""
-    total = [0.0]
-
-    def add(seconds: float) -> None:
-        total[0] += seconds
-
-    made = make_env(env, episode_length=episode_length)
-    stepper = RawStepper(SampledEnvTime(made, add) if sampled else made)
+    stepper = RawStepper(make_env(env, episode_length=episode_length))
     stepper.start(seed=0)
     actions = stepper.rows(presample(stepper.action_space, 1, ACTION_TABLE, seed=0))
     run_for(stepper.step, actions, WARMUP_S / 3)
-    total[0] = 0.0
     start = time.thread_time()
     calls, _ = run_for(stepper.step, actions, 0.5)
     cpu = time.thread_time() - start
     stepper.close()
-    return cpu / calls, total[0] / calls
+    return cpu / calls
 
 
 def _ours(args: OverheadArgs, env: str, key: str, spins: SpinFile) -> tuple[Stepper, str]:
     """DummyVecEnv, or SubprocVecEnv lock-step or recv/send, on counted envs."""
     from vec_envs import DummyVecEnv, SubprocVecEnv
 
-    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid(),
-                   args.time_env_steps)
-           for i in range(args.num_envs)]
+    fns = [partial(counted_env, env, args.episode_length, spins, i, os.getpid()) for i in range(args.num_envs)]
     if key == "dummy":
         return VecEnvStepper(DummyVecEnv(fns)), "DummyVecEnv"
     options: dict[str, Any] = {"in_series": args.in_series, "step_in_parent": args.step_in_parent}
@@ -370,28 +314,14 @@ def _parent_envs(venv: Any) -> int:
 
 
 def _peer(args: OverheadArgs, env: str, key: str) -> tuple[Stepper, str] | str:
-    """EnvPool or PufferLib, or why it cannot run here."""
-    import importlib.util
-
+    """EnvPool or PufferLib on CartPole-v1 (built as the workloads command builds them), or why not."""
     if importlib.util.find_spec(key) is None:
         return f"{key}: not installed (skipped)"
     if env != "cartpole":
         return f"{key}: has no {ENV_LABELS[env]} (skipped)"
-    if key == "envpool":
-        import envpool
-
-        envs = envpool.make_gymnasium("CartPole-v1", num_envs=args.num_envs, batch_size=args.num_envs, seed=0)
-        return EnvPoolStepper(envs, envs.action_space), "EnvPool lock-step (C++ threads)"
-    import pufferlib.emulation
-    import pufferlib.vector
-
-    if not hasattr(pufferlib.vector, "make"):
-        return "pufferlib: this version has no pufferlib.vector.make (skipped)"
-    creator = partial(pufferlib.emulation.GymnasiumPufferEnv, env_creator=partial(make_env, "cartpole"))
-    workers = max(1, min(args.num_envs, available_cores() - 1))
-    vecenv = pufferlib.vector.make(creator, backend=pufferlib.vector.Multiprocessing, num_envs=args.num_envs,
-                                   num_workers=workers)
-    return GymVectorStepper(vecenv, vecenv.single_action_space), f"PufferLib Multiprocessing ({workers} workers)"
+    fns: EnvFns = [partial(make_env, "cartpole")] * args.num_envs
+    stepper = build(Workload("N", "cartpole", args.num_envs), fns, METHODS[key], seed=0)
+    return stepper, f"{METHODS[key].label} ({stepper.note})"
 
 
 def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -> Row | str:
@@ -414,8 +344,6 @@ def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -
         row.o, row.o_net = w.children / w.steps - e, (w.children - w.worker_spin) / w.steps - e
         row.o_work = row.o_net - w.worker_sleep / w.steps
         local = _parent_envs(stepper.venv)  # type: ignore[attr-defined]
-        if args.time_env_steps:
-            row.e_in = w.worker_env / (w.steps * (args.num_envs - local) / args.num_envs)
         if local:
             row.p_net -= e * local / args.num_envs
             row.p_work -= e * local / args.num_envs
@@ -425,21 +353,6 @@ def measure(args: OverheadArgs, env: str, key: str, e: float, spins: SpinFile) -
     else:
         row.o, row.note = w.children / w.steps - e, "o_net: its workers' spinning is not counted"
     return row
-
-
-def env_time_lines(e: float, lone: tuple[float, float], rows: list[Row]) -> list[str]:
-    """What ``--time-env-steps`` found: the env's own CPU per step alone and in each
-    method's workers (sampled alike), and the workers' CPU beyond that, spinning, sleeping
-    and waking excluded (o_work + e - e_in: no lone loop in it). ``lone``: the sampled lone
-    loop's CPU per step and its estimate of the env's part (their difference: the sampling
-    wrapper's own cost, which the workers pay too)."""
-    loop, alone = lone
-    lines = [f"env's own CPU per step, sampled 1 call in {SAMPLE} with thread_time: alone {1e6 * alone:.2f} us "
-             f"(the sampling wrapper adds {1e6 * (loop - alone):.2f} us per step around it, in o too)"]
-    for row in rows:
-        lines.append(f"- in the workers of {row.label}: e_in {1e6 * row.e_in:.2f} us; the workers' CPU beyond it "
-                     f"(o_work + e - e_in): {1e6 * (row.o_work + e - row.e_in):.2f} us")
-    return lines + [""]
 
 
 # ---------------------------------------------------------------- the model
@@ -515,15 +428,12 @@ def _env_table(args: OverheadArgs, env: str, spins: SpinFile) -> list[str]:
     """Every method on ``env``, and the projection."""
     e = env_cost(env, args.episode_length)
     rows = {key: measure(args, env, key, e, spins) for key in args.methods.split(",")}
-    timed = [r for r in rows.values() if isinstance(r, Row) and not math.isnan(r.e_in)]
     length = f", episodes of {args.episode_length} steps" if env == "zero" else ""
     lines = [f"## {ENV_LABELS[env]} x {args.num_envs}{length}: e = {1e6 * e:.2f} us of CPU per step", ""]
     header = ["method", "steps/s", "p us", "p_net us", "p_work us", "o us", "o_net us", "o_work us", "note"]
     lines += markdown_table(header, [r.cells() for r in rows.values() if isinstance(r, Row)], "lrrrrrrrl")
     skipped = [f"- {r}" for r in rows.values() if isinstance(r, str)]
     lines += ["", *skipped, ""] if skipped else [""]
-    if timed:
-        lines += env_time_lines(e, _lone_loop(env, args.episode_length, sampled=True), timed)
     return lines + projection_lines(args, rows, e) + [""]
 
 

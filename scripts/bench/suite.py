@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 from bench.contenders import METHODS, Method, unavailable
 from bench.envs import WORKLOADS, Workload, calibrate_spin
 from bench.harness import CellSpec
-from bench.report import Settings, plot_ratios, render_report, summarize
+from bench.report import Settings, render_report, summarize
 
-__all__ = ["WorkloadsArgs", "run_workloads", "select", "plan_cells", "default_out", "GROUPS"]
+__all__ = ["WorkloadsArgs", "run_workloads", "AleArgs", "run_ale", "select", "plan_cells", "default_out", "GROUPS"]
 
 QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP = 1, 1.0, 0.25
 T = TypeVar("T")
@@ -35,7 +35,7 @@ GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")], "M": [k for k in WOR
 
 @dataclass
 class WorkloadsArgs:
-    """Every method on the workloads W1..W5 (2 cores) or M1..M5 (many cores); results.md, ratios.png, cells.json.
+    """Every method on the workloads W1..W5 (2 cores) or M1..M5 (many cores); results.md, cells.json.
 
     Each cell runs in a fresh process: build + reset, warm-up, a timed window of pre-sampled
     actions; the parent samples its process tree (CPU, peak memory).
@@ -52,7 +52,7 @@ class WorkloadsArgs:
     quick: bool = field(default=False, metadata={
         "help": "a short run: 1 repeat, 1 s windows, 0.25 s warm-up, the quick subset of methods"})
     out: str = field(default="", metadata={
-        "help": "directory for results.md, ratios.png and cells.json (default: a new folder under "
+        "help": "directory for results.md and cells.json (default: a new folder under "
                 "~/.cache/vec_envs/bench, or $XDG_CACHE_HOME)"})
     seed: int = field(default=0, metadata={"help": "seeds the envs (env i: seed + i) and the pre-sampled actions"})
     cell_timeout: float = field(default=300.0, metadata={"help": "seconds before a cell's process tree is killed"})
@@ -141,14 +141,12 @@ def default_out() -> Path:
     return cache / "vec_envs" / "bench" / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_results(out: Path, report: str, args: WorkloadsArgs, records: list[dict[str, Any]],
-                  plot: dict[str, Any]) -> None:
-    """``results.md``, ``cells.json`` and ``ratios.png`` in ``out`` (created if missing)."""
+def write_results(out: Path, report: str, args: WorkloadsArgs, records: list[dict[str, Any]]) -> None:
+    """``results.md`` and ``cells.json`` (every cell's record) in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(report, encoding="utf-8")
     (out / "cells.json").write_text(json.dumps({"args": asdict(args), "cells": records}, indent=1),
                                     encoding="utf-8")
-    plot_ratios(path=out / "ratios.png", **plot)
 
 
 def run_workloads(args: WorkloadsArgs, command: str) -> int:
@@ -173,9 +171,40 @@ def run_workloads(args: WorkloadsArgs, command: str) -> int:
                         command, len(records), len(cells))
     report = render_report(settings, workloads, methods, sums, skipped, machine, records)
     out = Path(args.out) if args.out else default_out()
-    write_results(out, report, args, records, {"workloads": workloads, "methods": methods, "sums": sums})
+    write_results(out, report, args, records)
     print(report)
-    print(f"results written to {out}/ (results.md, ratios.png, cells.json)", file=sys.stderr)
+    print(f"results written to {out}/ (results.md, cells.json)", file=sys.stderr)
     if len(records) < len(cells):
         return 130
     return 1 if any("error" in r for r in records) else 0
+
+
+ALE_METHODS = "gym-sync,subproc,ale,ale-async,ale-async-4,ale-engine"
+
+
+@dataclass
+class AleArgs:
+    """ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, ale-py.
+
+    The workloads command on W4 with these methods; results.md and cells.json as it writes them.
+    """
+
+    methods: str = field(default=ALE_METHODS, metadata={"help": "comma-separated method keys (see workloads --list)"})
+    repeats: int = field(default=3, metadata={"help": "cells per method, round-robin"})
+    window: float = field(default=5.0, metadata={"help": "seconds of each timed window"})
+    warmup: float = field(default=1.0, metadata={"help": "seconds stepped before the window"})
+    seed: int = field(default=0, metadata={"help": "seeds the envs and the pre-sampled actions"})
+    out: str = field(default="", metadata={"help": "directory for results.md and cells.json (default: the cache)"})
+
+    def workloads(self) -> WorkloadsArgs:
+        """The same run as workloads arguments (which check every value)."""
+        return WorkloadsArgs(workloads="W4", methods=self.methods, repeats=self.repeats, window=self.window,
+                             warmup=self.warmup, seed=self.seed, out=self.out)
+
+    def __post_init__(self) -> None:
+        self.workloads()
+
+
+def run_ale(args: AleArgs, command: str) -> int:
+    """The W4 report of ALEVecEnv and the methods beside it."""
+    return run_workloads(args.workloads(), command)

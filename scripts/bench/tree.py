@@ -22,7 +22,7 @@ import psutil
 from bench import SCRIPTS
 from bench.harness import MARK, CellSpec
 
-__all__ = ["run_cell_process", "machine_busy_s"]
+__all__ = ["run_cell_process", "machine_busy_s", "own_tree_cpu"]
 
 RSS_INTERVAL_S = 0.1          # how often the tree's memory is sampled
 
@@ -45,6 +45,11 @@ def tree_cpu(root: psutil.Process) -> dict[int, float]:
         except psutil.Error:
             pass
     return times
+
+
+def own_tree_cpu() -> float:
+    """CPU seconds so far of this process and every live process under it (its workers)."""
+    return sum(tree_cpu(psutil.Process()).values())
 
 
 def machine_busy_s() -> float:

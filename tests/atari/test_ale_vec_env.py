@@ -330,11 +330,14 @@ def test_run_atari_backend_ale_reports_real_scores_and_records_video(tmp_path):
     assert "summary: steps 1000 |" in proc.stdout
 
 
-def test_bench_ale_runs_its_cells_side_by_side():
-    proc = run_script("benchmark.py", "ale", "--methods", "ale", "--repeats", "1", "--window", "0.1", "--warmup", "0")
+def test_bench_ale_runs_its_cells_side_by_side(tmp_path):
+    proc = run_script("benchmark.py", "ale", "--methods", "ale", "--repeats", "1", "--window", "0.1", "--warmup", "0",
+                      "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    row = r"^\| ALEVecEnv\(frame_stack=4\), step\(\) \| \d+ \| \d+ \| - \| \d+ \|$"
-    assert re.search(row, proc.stdout, re.MULTILINE)
+    assert "## W4: ALE/Breakout-v5" in proc.stdout
+    row = r"^\| ALEVecEnv \| [\d,]+ \([\d,]+-[\d,]+\) \| n/a \| n/a \| [\d,]+ \| [\d.]+ \| \d+ \| \d+ \|$"
+    assert re.search(row, proc.stdout, re.MULTILINE), proc.stdout
+    assert (tmp_path / "cells.json").stat().st_size > 0
 
 
 # ------------------------------------------------------------------ async batches (recv / send)

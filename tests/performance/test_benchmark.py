@@ -44,15 +44,12 @@ RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disa
 SMOKE = {  # name -> the subcommand of scripts/benchmark.py and its options
     "benchmark": ["workloads", "--workloads", ",".join(WORKLOADS_RUN), "--methods", ",".join(METHODS_RUN),
                   "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
-    "agent_pause": ["agent-pause", "--pause-ms", "0", "2", "--steps", "5", "--num-envs", "2"],
-    "slice_loop": ["slice-loop", "--env", "zero", "--num-envs", "3", "--rounds", "2", "--steps", "5"],
-    "wake_penalty": ["wake-penalty", "--sleeps-ms", "0,1", "--busy", "1", "--rounds", "5"],
     "wrappers": ["wrappers", "--env", "synthetic", "--backend", "subproc", "--steps", "2", "--rounds", "4"],
-    "ale": ["ale", "--methods", "engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
+    "ale": ["ale", "--methods", "gym-sync,ale-engine", "--repeats", "1", "--window", "0.2", "--warmup", "0.05"],
+    "multiagent": ["multiagent", "--rounds", "1", "--steps", "3", "--num-envs", "2"],
     "ray": ["ray", "--workloads", "cartpole", "--steps", "5", "--warmup", "1", "--repeats", "1", "--pings", "5"],
     "overhead": ["overhead", "--num-envs", "4", "--in-series", "2", "--envs", "zero", "--episode-length", "50",
-                 "--seconds", "0.2", "--methods", "dummy,subproc,subproc-async,envpool", "--project-cores", "3,64",
-                 "--time-env-steps"],
+                 "--seconds", "0.2", "--methods", "dummy,subproc,subproc-async,envpool", "--project-cores", "3,64"],
 }
 
 
@@ -112,7 +109,7 @@ def test_benchmark_writes_its_results_to_the_user_cache(smoke):
     out = Path(written.group(1))
     assert out.is_relative_to(cache / "vec_envs" / "bench")
     assert not out.is_relative_to(REPO)
-    for name in ("results.md", "ratios.png", "cells.json"):
+    for name in ("results.md", "cells.json"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "results.md").read_text(encoding="utf-8") == run.stdout.rstrip("\n") + "\n"
 
@@ -177,21 +174,28 @@ def test_benchmark_rejects_bad_arguments_in_one_line(capsys):
 # ---------------------------------------------------------------- the other subcommands
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name,pattern", [
-    ("agent_pause", rf"\| 2 \| {NUMBER} \| {NUMBER} \| {NUMBER} \|"),
     ("wrappers", rf"\| wrappers add \(median of paired rounds\) \| [+-]{NUMBER} \|.*\noverhead: [+-]{NUMBER} % "
                  rf"\((meets|misses) the < 15 % target\)"),
     ("ray", rf"\| CartPole-v1 x 64 \| RayVecEnv \| \d+ \| {NUMBER} \| {NUMBER} \({NUMBER}\) \| {NUMBER} \|.*"
             rf"bare Ray round trip \(no-op actor call\): {NUMBER} ms median"),
-    ("ale", r"\| ale-py AtariVectorEnv \(raw engine\) \| \d+ \| \d+ \| - \|"),
-    ("slice_loop", rf"\| plain loop \| {NUMBER} \| {NUMBER} \| \+0\.00 \|\n"
-                   rf"\| EnvSlice, C loop \| {NUMBER} \| {NUMBER} \| [+-]{NUMBER} \|\n\| EnvSlice, Python loop \|"),
-    ("wake_penalty", rf"1 processes stepping CartPole-v1 meanwhile.*\| 0 \| {NUMBER} \| 1\.00 \|\n"
-                     rf"\| 1 \| {NUMBER} \| {NUMBER} \|"),
-], ids=["agent_pause", "wrappers", "ray", "ale", "slice_loop", "wake_penalty"])
+    ("ale", rf"## W4: .*\| ale-py AtariVectorEnv \(the C\+\+ engine under ALEVecEnv\) \| "
+            rf"{NUMBER} \({NUMBER}-{NUMBER}\) \| {NUMBER}x \|"),
+], ids=["wrappers", "ray", "ale"])
 def test_each_subcommand_prints_its_table(smoke, name, pattern):
     done, _ = smoke(name)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(pattern, done.stdout, re.S), done.stdout
+
+
+@pytest.mark.timeout(120)
+def test_multiagent_prints_every_contender(smoke):
+    done, _ = smoke("multiagent")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [cells(line) for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [row[0] for row in rows[1:5]] == ["raw loop (ParallelEnv.step in series)", "vec_envs dummy",
+                                             "vec_envs subproc (auto: 1 worker + parent)",
+                                             "vec_envs subproc (2 workers, parent drives)"]
+    assert all(float(row[1].replace(",", "")) > 0 for row in rows[1:]), rows
 
 
 # ---------------------------------------------------------------- the pieces
@@ -286,7 +290,7 @@ def test_timing_loops_count_calls():
     calls, seconds = harness.run_for(seen.append, ["a", "b"], 0.0)
     assert (calls, seen) == (1, ["a"])
     assert seconds >= 0
-    each = harness.time_calls(seen.append, ["c", "d"], pause_s=0.001)
+    each = harness.time_calls(seen.append, ["c", "d"])
     assert seen == ["a", "c", "d"]
     assert each.shape == (2,)
 
@@ -322,12 +326,6 @@ def test_overhead_reports_p_and_o_per_method_and_the_projection(smoke):
         assert steps_per_s > 0, rows[name]
         assert p >= p_net >= p_work, rows[name]
         assert o >= o_net >= o_work, rows[name]
-        timed = re.search(rf"^- in the workers of {re.escape(rows[name][0])}: e_in ({NUMBER}) us; the workers' CPU "
-                          rf"beyond it \(o_work \+ e - e_in\): -?{NUMBER} us$", run.stdout, re.M)
-        assert timed and float(timed.group(1)) > 0, run.stdout
-    assert re.search(rf"^env's own CPU per step, sampled 1 call in 16 with thread_time: alone {NUMBER} us \(the "
-                     rf"sampling wrapper adds -?{NUMBER} us per step around it, in o too\)$",
-                     run.stdout, re.M), run.stdout
     envpool_installed = importlib.util.find_spec("envpool") is not None
     assert envpool_installed or "- envpool: not installed (skipped)" in run.stdout
     assert "model: lock-step batch time = N*p + N/(C-1)*(e+o) + L; async throughput = min(1/p, (C-1)/(e+o)); " \

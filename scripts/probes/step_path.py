@@ -1,15 +1,19 @@
 """The files and functions of vec_envs one call passes through, in the parent and in a
 worker: what a reader follows to understand a step.
 
+    python scripts/probes/step_path.py --list-functions
+
 Four cells, SubprocVecEnv of CartPole-v1 envs (``--in-series`` per worker, no slice in
 the parent): a lock-step ``step()`` and a ``recv()`` + ``send()`` pair
 (``batch_size = num_envs / 2``), each with envs whose infos are empty and with envs that
 return an info every step (as ALE's envs do with ``lives``). ``sys.settrace`` records
-every Python call into ``vec_envs/`` and ``wrappers/``: in the parent over the call(s),
-after a warm-up; in worker 0 from inside one env step to the same point of the next
-(one turn of the worker's loop: the rest of a serving, the wait, the next serving), so
-the recording starts and ends in the env, whatever the tree. Only the public API is used:
-the same command measures any tree of vec_envs (``PYTHONPATH``).
+every Python call into ``vec_envs/``: in the parent over the call(s), after a warm-up; in
+worker 0 from inside one env step to the same point of the next (one turn of the
+worker's loop: the rest of a serving, the wait, the next serving), so the recording
+starts and ends in the env, whatever the tree. Only the public API is used: the same
+command measures any tree of vec_envs (``PYTHONPATH``).
+
+What it found, and the counts per call: scripts/BENCHMARKS.md, "The path of one step".
 
 Example:
     >>> trace = StepTrace()
@@ -28,9 +32,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from bench.report import markdown_table
+from vec_envs.cli.args import parse_args
 
-__all__ = ["StepPathArgs", "StepTrace", "TracedEnv", "run_step_path"]
+__all__ = ["StepPathArgs", "StepTrace", "TracedEnv", "run_step_path", "markdown_table"]
 
 OURS = ("vec_envs",)
 Calls = set[tuple[str, str]]
@@ -38,12 +42,18 @@ Calls = set[tuple[str, str]]
 
 @dataclass
 class StepPathArgs:
-    """``benchmark.py step-path``: the files and functions of a lock-step and a recv/send step."""
+    """The files and functions of a lock-step and a recv/send step, in the parent and a worker."""
 
     num_envs: int = field(default=4, metadata={"help": "CartPole-v1 envs"})
     in_series: int = field(default=2, metadata={"help": "envs per worker"})
     warmup: int = field(default=200, metadata={"help": "steps before the traced one"})
     list_functions: bool = field(default=False, metadata={"help": "list every function, by file"})
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a Markdown table: the first column left-aligned, the others right."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 class StepTrace:
@@ -169,3 +179,7 @@ def run_step_path(args: StepPathArgs) -> int:
                 for path in sorted({path for path, _ in calls}):
                     print(f"  {path}: {', '.join(sorted(n for p, n in calls if p == path))}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_step_path(parse_args(StepPathArgs, prog="step_path.py")))
