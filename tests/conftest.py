@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 DEFAULT_TIMEOUT_S = 120
+
+
+def pytest_configure(config):
+    """Ctrl-C raises KeyboardInterrupt here and in every process the tests start, even when
+    pytest was started with SIGINT ignored (as a shell's background job is): the Ctrl-C tests
+    send real SIGINTs."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items):

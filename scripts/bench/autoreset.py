@@ -121,7 +121,7 @@ def child(spec_json: str) -> None:
 
     import numpy as np
 
-    from bench.infos import tree_cpu
+    from bench.tree import own_tree_cpu
 
     spec = json.loads(spec_json)
     cell, num_envs = Cell(**spec["cell"]), spec["num_envs"]
@@ -132,12 +132,12 @@ def child(spec_json: str) -> None:
         end = time.perf_counter() + spec["warmup"]
         while time.perf_counter() < end:
             step(actions[0])
-        steps, cpu, start = 0, tree_cpu(), time.perf_counter()
+        steps, cpu, start = 0, own_tree_cpu(), time.perf_counter()
         end = start + spec["seconds"]
         while time.perf_counter() < end:
             step(actions[steps % len(actions)])
             steps += 1
-        wall, cpu = time.perf_counter() - start, tree_cpu() - cpu
+        wall, cpu = time.perf_counter() - start, own_tree_cpu() - cpu
     finally:
         stepped.close()
     print(json.dumps([steps * num_envs / wall, cpu / (steps * num_envs) * 1e6]))
