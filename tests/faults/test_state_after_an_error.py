@@ -1,10 +1,10 @@
-"""The table "The state after an error" of API.md holds on every backend: each call it
+"""The table "The state after an error" of docs/contract.md holds on every backend: each call it
 names is open or refused with ``BrokenVecEnvError`` as it says, after an env failure and
 after a Ctrl-C part-way through a call, on DummyVecEnv, SubprocVecEnv (``in_series`` 1
 and auto, shared memory on and off), RayVecEnv, ALEVecEnv (Ctrl-C only) and a
 multi-agent VecEnv; each call that the table says starts the envs afresh clears it.
 
-The table is read from API.md, so the document and the behaviour cannot drift apart."""
+The table is read from docs/contract.md, so the document and the behaviour cannot drift apart."""
 from __future__ import annotations
 
 import functools
@@ -28,7 +28,7 @@ from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError
 
 N = 2
-API = Path(__file__).resolve().parents[2] / "vec_envs" / "API.md"
+API = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 SLOW_S = 0.6  # the slow step a Ctrl-C stops
 
 

@@ -78,7 +78,7 @@ def test_bad_backend_name_is_refused() -> None:
 
 @pytest.mark.parametrize("backend", ["dummy", "subproc"])
 def test_rows_out_of_play_take_any_placeholder_action(backend) -> None:
-    """API.md: actions of rows out of play are ignored, so a -1 placeholder there passes,
+    """The contract: actions of rows out of play are ignored, so a -1 placeholder there passes,
     while an active row's action out of range is still refused, naming the row."""
     with make_multiagent_vec_env(Latecomer, 2, vec_env_cls=backend) as venv:
         venv.reset()
