@@ -288,3 +288,30 @@ def test_a_worker_asleep_past_its_spin_budget_is_woken_through_the_pipe():
             np.testing.assert_array_equal(obs, obs_r)
             np.testing.assert_array_equal(rew, rew_r)
             np.testing.assert_array_equal(done, done_r)
+
+
+def test_a_worker_replaced_at_a_reset_after_a_ctrl_c_is_watched_for_its_death():
+    """The reset after a Ctrl-C replaces the worker a hanging env kept busy; recv/send then
+    watches the replacement: killed, it is named at once, not taken for the old one."""
+    import threading
+
+    from tests.envs import FaultyEnv
+
+    fns = [functools.partial(FaultyEnv, "hang", after=4), functools.partial(SeededEnv, length=1000)]
+    with SubprocVecEnv(fns, in_series=1, batch_size=1) as venv:
+        venv.reset()
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(5):  # env 0 hangs at its fifth step
+                venv.step(np.zeros(2, np.int64))
+        venv.reset()  # the busy worker is killed and replaced
+        venv.async_reset()
+        for _ in range(20):  # both envs answer; env 0 hangs again after 4 steps, env 1 goes on
+            *_, env_ids = venv.recv(timeout=5.0)
+            venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+        os.kill(venv.workers[0].process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + SECONDS
+        with pytest.raises(EnvWorkerError, match=r"env 0 \(worker 0\).*was killed by signal SIGKILL"):
+            while time.monotonic() < deadline:
+                *_, env_ids = venv.recv(timeout=5.0)
+                venv.send(np.zeros(len(env_ids), np.int64), env_ids)

@@ -199,3 +199,24 @@ def test_the_wake_fd_reads_back_every_write():
         assert select.select([fd.read_fd], [], [], 0)[0]
     finally:
         fd.close()
+
+
+def test_the_parent_watches_the_exit_of_a_worker_a_reset_replaced():
+    """A reset after a Ctrl-C replaces the worker a hanging env kept busy; the parent's
+    watch list must hold the replacement's sentinel, never the closed one of the old."""
+    import signal
+    import threading
+
+    from tests.envs import FaultyEnv, SeededEnv
+
+    fns = [functools.partial(FaultyEnv, "hang", after=4), functools.partial(SeededEnv, length=1000)]
+    with SubprocVecEnv(fns, in_series=1, batch_size=1) as venv:
+        venv.reset()
+        old = venv.workers[0].process.pid
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(5):  # env 0 hangs at its fifth step
+                venv.step(np.zeros(2, np.int64))
+        venv.reset()
+        assert venv.workers[0].process.pid != old
+        assert venv.requests._sentinels == tuple(w.process.sentinel for w in venv.workers)

@@ -108,6 +108,7 @@ class LaneRequests(Requests):
 
     # ---------------------------------------------------------------- the calls
     def reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
+        self._sentinels = self._watched()  # the workers a reset after a failure or a Ctrl-C replaced
         self.forget()
         self.said.clear()
         self.envs.resetting[:] = self._resets_out = True
