@@ -175,9 +175,9 @@ BAD_SETUPS = [
     pytest.param(["--env-id", "Brekout"],
                  "--env-id: unknown Atari game 'Brekout' (did you mean 'Breakout'?); expected a game "
                  "name such as 'Breakout'", id="unknown-env-id"),
-    pytest.param(["--video", "/dev/null/videos"], "--video '/dev/null/videos' is not a writable directory",
+    pytest.param(["--video", "/dev/null/videos"], "--video '/dev/null/videos' is not a writable folder",
                  id="unwritable-video-dir"),
-    pytest.param(["--monitor-dir", "/dev/null/mon"], "--monitor-dir '/dev/null/mon' is not a writable directory",
+    pytest.param(["--monitor-dir", "/dev/null/mon"], "--monitor-dir '/dev/null/mon' is not a writable folder",
                  id="unwritable-monitor-dir"),
     pytest.param(["--policy", "no_such_module:act"], "--policy: cannot import module 'no_such_module'",
                  id="policy-not-found"),
@@ -204,7 +204,7 @@ def test_unwritable_video_dir_when_not_root(tmp_path):
     locked.mkdir(mode=0o500)
     proc = run_script("--video", str(locked))
     assert proc.returncode == 1
-    assert "is not a writable directory" in proc.stderr
+    assert "is not a writable folder" in proc.stderr
 
 
 def test_render_without_display_is_one_clear_line():

@@ -25,7 +25,6 @@ import importlib
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from vec_envs.cli.args import (
     EXIT_OK,
     EXIT_USAGE,
     CommandError,
+    check_writable_dir,
     in_series_arg,
     parse_args,
     positive_int,
@@ -100,15 +100,6 @@ class Args:
 
 
 # ------------------------------------------------------------------ checks
-def check_writable_dir(path: str, option: str) -> None:
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise CommandError(f"{option} {path!r} is not a writable directory ({exc.strerror or exc})") from None
-
-
 def load_policy(spec: str) -> Policy:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
