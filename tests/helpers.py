@@ -59,6 +59,18 @@ def assert_same(a, b):
         assert np.asarray(a).dtype == np.asarray(b).dtype
 
 
+def assert_same_step(got, want):
+    """A gymnasium vector step equal to gymnasium's own, leaf by leaf. The VecEnv contract keeps
+    truncated-and-terminated as terminated (TimeLimit.truncated is ``truncated and not
+    terminated``): a CartPole pole falling on its time limit's last step."""
+    obs, rewards, terminations, truncations, infos = got
+    ref_obs, ref_rewards, ref_terminations, ref_truncations, ref_infos = want
+    assert_same(obs, ref_obs)
+    np.testing.assert_array_equal(rewards, ref_rewards)
+    assert_same((terminations, truncations), (ref_terminations, ref_truncations & ~ref_terminations))
+    assert_same(infos, ref_infos)
+
+
 def alive(pid):
     """The process exists and is not a zombie."""
     try:

@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from tests.backends import dummy, needs_ray, ray, subproc
 from tests.envs import QuietEnv, SeededEnv
-from tests.helpers import assert_same
+from tests.helpers import assert_same, assert_same_step
 from vec_envs import DummyVecEnv
 from vec_envs.interop import to_gymnasium
 
@@ -29,15 +29,6 @@ BACKENDS = [
     pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
 ]
 MODES = [pytest.param(AutoresetMode.NEXT_STEP, id="next_step"), pytest.param(AutoresetMode.DISABLED, id="disabled")]
-
-
-def assert_same_step(got, want):
-    obs, rewards, terminations, truncations, infos = got
-    ref_obs, ref_rewards, ref_terminations, ref_truncations, ref_infos = want
-    assert_same(obs, ref_obs)
-    np.testing.assert_array_equal(rewards, ref_rewards)
-    assert_same((terminations, truncations), (ref_terminations, ref_truncations & ~ref_terminations))
-    assert_same(infos, ref_infos)
 
 
 def run_both(ours, ref, mode, actions=ACTIONS):

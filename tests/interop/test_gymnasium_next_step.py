@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from tests.backends import subproc
 from tests.envs import SeededEnv
-from tests.helpers import assert_same
+from tests.helpers import assert_same, assert_same_step
 from vec_envs import DummyVecEnv
 from vec_envs.interop import to_gymnasium
 
@@ -22,17 +22,6 @@ ACTIONS = np.random.default_rng(0).integers(0, 3, size=(25, 3))
 
 def cartpole():
     return gym.make("CartPole-v1", max_episode_steps=20)
-
-
-def assert_same_step(got, want):
-    obs, rewards, terminations, truncations, infos = got
-    ref_obs, ref_rewards, ref_terminations, ref_truncations, ref_infos = want
-    assert_same(obs, ref_obs)
-    np.testing.assert_array_equal(rewards, ref_rewards)
-    # the VecEnv contract keeps truncated-and-terminated as terminated (TimeLimit.truncated is
-    # ``truncated and not terminated``): a CartPole pole falling on its time limit's last step
-    assert_same((terminations, truncations), (ref_terminations, ref_truncations & ~ref_terminations))
-    assert_same(infos, ref_infos)
 
 
 @pytest.mark.parametrize("mode", ["same_step", "next_step", "disabled"])
