@@ -315,3 +315,30 @@ def test_a_worker_replaced_at_a_reset_after_a_ctrl_c_is_watched_for_its_death():
             while time.monotonic() < deadline:
                 *_, env_ids = venv.recv(timeout=5.0)
                 venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+def test_a_worker_found_dead_by_a_reset_is_replaced_with_that_resets_seeds(shared_memory, mode):
+    """A worker that died between calls is found by the next reset(): its replacement's envs
+    are reset with that reset's seeds, so every row is the seeded reset and the steps after
+    it match the same envs stepped alone."""
+    from vec_envs import DummyVecEnv
+
+    fns = [functools.partial(SeededEnv, length=1000)] * 4
+    with SubprocVecEnv(fns, in_series=2, shared_memory=shared_memory, on_error="restart",
+                       autoreset_mode=mode) as venv, DummyVecEnv(fns, autoreset_mode=mode) as ref:
+        venv.reset()
+        venv.workers[1].process.kill()
+        venv.workers[1].process.join(SECONDS)
+        venv.seed(7)
+        ref.seed(7)
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        assert venv.restarts == 1
+        for _ in range(3):
+            actions = np.array([0, 1, 2, 1])
+            obs, rewards, dones, _ = venv.step(actions)
+            obs_r, rewards_r, dones_r, _ = ref.step(actions)
+            np.testing.assert_array_equal(obs, obs_r)
+            np.testing.assert_array_equal(rewards, rewards_r)
+            np.testing.assert_array_equal(dones, dones_r)
