@@ -9,7 +9,8 @@ VecEnv with another ``in_series`` and shared memory on or off. Each env's rows a
 against the same env stepped alone in a DummyVecEnv with the same seed and actions; an env
 a fault touched (restarted by a kill, or everything after a Ctrl-C) is left out until the
 next reset. At the end it prints what it did and survived, and the processes and file
-descriptors at the start and the end.
+descriptors at the start and the end, naming each descriptor open at the end that was not
+at the start.
 
     python scripts/soak.py --seconds 600
     python scripts/soak.py --seconds 5 --num-envs 4    # a smoke run
@@ -97,6 +98,17 @@ def tree() -> tuple[int, int]:
     """Processes below this one (multiprocessing's helpers aside) and this process's open file descriptors."""
     me = psutil.Process()
     return len([p for p in me.children(recursive=True) if not helper(p)]), me.num_fds()
+
+
+def fd_targets() -> dict[str, str]:
+    """This process's open file descriptors and what each is (Linux's /proc; empty elsewhere)."""
+    targets = {}
+    for fd in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
+        try:
+            targets[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass  # the listing's own descriptor, closed since
+    return targets
 
 
 class Soak:
@@ -304,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(Args, argv, __doc__.split("\n\n")[0])
     signal.signal(signal.SIGINT, signal.default_int_handler)  # started in the background, SIGINT may be ignored
     SubprocVecEnv([SoakEnv]).close()  # starts multiprocessing's helpers, which outlive every VecEnv
-    before = tree()
+    before, fds_before = tree(), fd_targets()
     print(f"soak: {args.num_envs} envs, recv/send batches of {args.batch_size}, {args.seconds:g} s, seed "
           f"{args.seed}; at start {before[0]} processes below this one, {before[1]} fds", flush=True)
     started = time.monotonic()
@@ -321,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     print("configurations: " + ", ".join(f"{k.removeprefix('built ')} x{v}" for k, v in sorted(soak.did.items())
                                         if k.startswith("built ")))
     print(f"at end {after[0]} processes below this one, {after[1]} fds (start: {before[0]}, {before[1]})")
+    for fd, target in sorted(fd_targets().items()):
+        if fds_before.get(fd) != target:
+            print(f"OPEN AT END fd {fd}: {target}")
     for line in soak.mismatches[:20]:
         print("MISMATCH " + line)
     leaked = after[0] > before[0] or after[1] > before[1]

@@ -94,15 +94,18 @@ class FailureState:
     def fail(self, exc: BaseException, method: str) -> NoReturn:
         """Note ``exc`` if it is an env failure raised by ``method``, and raise it (an
         ``EnvCallFailed`` as the env's own exception)."""
-        if isinstance(exc, EnvCallFailed):
-            self.env_index, self.method = exc.env_index, exc.method
-            self.error = env_exception(exc, self.cls_name)
-            raise self.error
-        if isinstance(exc, EnvWorkerError):
-            self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
-        elif getattr(exc, ENV_FAILURE_TAG, None) is not None:  # an env's, through a VecEnv inside this one
-            (self.env_index, self.method), self.error = getattr(exc, ENV_FAILURE_TAG), exc
-        raise exc
+        try:
+            if isinstance(exc, EnvCallFailed):
+                self.env_index, self.method = exc.env_index, exc.method
+                self.error = env_exception(exc, self.cls_name)
+                raise self.error
+            if isinstance(exc, EnvWorkerError):
+                self.env_index, self.method, self.error = exc.env_index, exc.method or method, exc
+            elif getattr(exc, ENV_FAILURE_TAG, None) is not None:  # an env's, through a VecEnv inside this one
+                (self.env_index, self.method), self.error = getattr(exc, ENV_FAILURE_TAG), exc
+            raise exc
+        finally:  # the traceback holds this frame: its name for the error would be a cycle keeping the
+            del exc  # traceback's frames (and their views of shared memory) alive until a garbage collection
 
     def interrupt(self, exc: BaseException, method: str) -> None:
         """``method`` was stopped part-way by ``exc`` (no ``Exception``: a Ctrl-C)."""

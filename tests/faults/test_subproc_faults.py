@@ -315,3 +315,78 @@ def test_a_worker_replaced_at_a_reset_after_a_ctrl_c_is_watched_for_its_death():
             while time.monotonic() < deadline:
                 *_, env_ids = venv.recv(timeout=5.0)
                 venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+def test_a_worker_found_dead_by_a_reset_is_replaced_with_that_resets_seeds(shared_memory, mode):
+    """A worker that died between calls is found by the next reset(): its replacement's envs
+    are reset with that reset's seeds, so every row is the seeded reset and the steps after
+    it match the same envs stepped alone."""
+    from vec_envs import DummyVecEnv
+
+    fns = [functools.partial(SeededEnv, length=1000)] * 4
+    with SubprocVecEnv(fns, in_series=2, shared_memory=shared_memory, on_error="restart",
+                       autoreset_mode=mode) as venv, DummyVecEnv(fns, autoreset_mode=mode) as ref:
+        venv.reset()
+        venv.workers[1].process.kill()
+        venv.workers[1].process.join(SECONDS)
+        venv.seed(7)
+        ref.seed(7)
+        np.testing.assert_array_equal(venv.reset(), ref.reset())
+        assert venv.restarts == 1
+        for _ in range(3):
+            actions = np.array([0, 1, 2, 1])
+            obs, rewards, dones, _ = venv.step(actions)
+            obs_r, rewards_r, dones_r, _ = ref.step(actions)
+            np.testing.assert_array_equal(obs, obs_r)
+            np.testing.assert_array_equal(rewards, rewards_r)
+            np.testing.assert_array_equal(dones, dones_r)
+
+
+_ARMED: list[int] = []  # the parent's next read of an InterruptingInfo raises KeyboardInterrupt
+
+
+def _interrupt_once() -> None:
+    if _ARMED:
+        _ARMED.pop()
+        raise KeyboardInterrupt
+
+
+class InterruptingInfo:
+    """An info value whose unpickling (in the parent) is a Ctrl-C there, once armed."""
+
+    def __reduce__(self):
+        return _interrupt_once, ()
+
+
+class InterruptingInfoEnv(SeededEnv):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "ctrl_c": InterruptingInfo()}
+
+
+def test_a_ctrl_c_while_the_parent_reads_a_step_leaves_no_shared_memory_open_after_close():
+    """A Ctrl-C while the parent reads what an env said: after reset() and close(), the
+    shared memory's descriptor is closed at once, not at some later garbage collection."""
+    import gc
+
+    SubprocVecEnv([SeededEnv]).close()  # multiprocessing's helpers, which outlive every VecEnv
+    before = psutil.Process().num_fds()
+    gc.disable()
+    try:
+        venv = SubprocVecEnv([InterruptingInfoEnv] * 2, in_series=1, shared_memory=True)
+        venv.reset()
+        _ARMED.append(1)
+        with pytest.raises(KeyboardInterrupt):
+            venv.step(np.zeros(2, np.int64))
+        venv.reset()
+        venv.close()
+        del venv
+        deadline = time.monotonic() + SECONDS
+        while psutil.Process().num_fds() > before and time.monotonic() < deadline:
+            time.sleep(0.05)  # closed workers' pipes closing
+        assert psutil.Process().num_fds() == before
+    finally:
+        _ARMED.clear()
+        gc.enable()

@@ -23,7 +23,7 @@ from vec_envs.arguments import check_env_fns, check_int, check_timeout, resolve_
 from vec_envs.async_envs import check_batch_size
 from vec_envs.autoreset import AutoresetMode
 from vec_envs.cpus import available_cpus
-from vec_envs.errors import EnvWorkerError
+from vec_envs.errors import EnvTimeoutError, EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, create_batch, is_fixed_size, make_writer
 from vec_envs.types import EnvFn, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
@@ -98,6 +98,7 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.copy, self.timeout = copy, check_timeout(timeout)
         self.close_timeout = CLOSE_TIMEOUT_S  #: seconds close() gives all workers together
         self._owner_pid = os.getpid()  # a forked child's copy leaves the workers alone
+        self._resetting: ResetRequest | None = None  # a reset() out: a worker replaced meanwhile gets it too
         self.step_in_parent = step_in_parent
         self._batch_size = batch_size
         self.workers: list[Worker] = []
@@ -194,7 +195,9 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         finish with ``reset_wait``."""
         self._check_idle("reset_async")
         self._mend()
-        self.requests.reset(*self._take_reset_args())
+        seeds, options = self._take_reset_args()
+        self._resetting = ResetRequest(seeds, options)
+        self.requests.reset(seeds, options)
         self._pending = "reset"
 
     def reset_wait(self, timeout: float | None = None) -> VecEnvObs:
@@ -205,11 +208,19 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
 
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
         self._mend()
+        self._resetting = ResetRequest(seeds, options)
         self.requests.reset(seeds, options)
         return self._reset_wait(None)
 
     def _reset_wait(self, timeout: float | None) -> VecEnvObs:
-        self.requests.collect(self._wait_timeout(timeout))
+        try:
+            self.requests.collect(self._wait_timeout(timeout))
+        except EnvTimeoutError:
+            raise  # still out: a worker replaced while it is waited for again gets its seeds too
+        except BaseException:
+            self._resetting = None
+            raise
+        self._resetting = None
         return self._observations()
 
     def _wait_timeout(self, timeout: float | None) -> float | None:
@@ -284,10 +295,16 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
         self.workers[w] = self._new_worker(w, old.first_index, old.stop)
         self.messenger.round_trip(w, Command.GET_SPACES, None, self._start_timeout(), "__init__", SpacesReply)
         self._prepare_worker(w)
-        if self._defer_resets(w, pending=True):  # as after an episode's end: the next step resets its envs
-            return
-        reply = self.messenger.round_trip(w, Command.RESET, ResetRequest(None), self.timeout, "reset", ResetReply)
         worker = self.workers[w]
+        if self._resetting is not None:  # found dead by a reset(): its envs get that reset, seeds and options
+            self._defer_resets(w, pending=False)
+            request = ResetRequest.of_slice(self._resetting.seeds, self._resetting.options, worker.first_index,
+                                            worker.stop)
+        elif self._defer_resets(w, pending=True):  # as after an episode's end: the next step resets its envs
+            return
+        else:
+            request = ResetRequest(None)
+        reply = self.messenger.round_trip(w, Command.RESET, request, self.timeout, "reset", ResetReply)
         self.reset_infos[worker.first_index:worker.stop] = reply.infos
         if reply.arrays is not None:
             store_arrays(self.buffers, worker.first_index, reply.arrays)
