@@ -133,13 +133,15 @@ def trace_cell(args: StepPathArgs, recv_send: bool, infos: bool) -> tuple[Calls,
         actions = np.zeros(n, np.int64)
         if recv_send:
             venv.async_reset()
-            for k in range(args.warmup * 2):
+            k, sent_to_first = 0, 0  # env 0 must be stepped through its traced turn, however it is scheduled
+            while k < args.warmup * 2 or sent_to_first < args.warmup // 4 + 2:
                 if k == args.warmup:
                     parent.start()
                 env_ids = venv.recv()[4]
                 venv.send(actions[env_ids], env_ids)
                 if k == args.warmup:
                     parent.stop()
+                k, sent_to_first = k + 1, sent_to_first + int(0 in env_ids)
             while True:  # every env back, so the env access can run
                 try:
                     venv.recv(timeout=5.0)

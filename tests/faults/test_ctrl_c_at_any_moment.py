@@ -143,7 +143,7 @@ def test_a_ctrl_c_at_any_moment_leaves_the_vecenv_working_or_refusing_until_rese
         venv.close()
         assert time.monotonic() - closing < 1.5
     assert seen["interrupted"] == rounds, seen  # every round's SIGINT came, and was the only error
-    assert seen["refused"] > rounds // 2, seen  # most landed inside a call
+    assert seen["refused"] > rounds // 4, seen  # many landed inside a call, not between calls
     assert not children(), [p.cmdline() for p in children()]
 
 

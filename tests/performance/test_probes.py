@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -34,7 +35,8 @@ RUNS = {  # name -> (the probe's file, its options, extra environment)
 def probe() -> Iterator[Callable[[str], subprocess.CompletedProcess[str]]]:
     """Start every probe at once; ``probe(name)`` waits for one."""
     procs = {name: subprocess.Popen([sys.executable, str(PROBES / script), *args], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env={**os.environ, **extra}, cwd=REPO)
+                                    stderr=subprocess.PIPE, text=True, env={**os.environ, **extra}, cwd=REPO,
+                                    start_new_session=True)  # a probe left unread is ended with all it started
              for name, (script, args, extra) in RUNS.items()}
     done: dict[str, subprocess.CompletedProcess[str]] = {}
 
@@ -47,7 +49,7 @@ def probe() -> Iterator[Callable[[str], subprocess.CompletedProcess[str]]]:
     yield result
     for proc in procs.values():
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
 
 

@@ -69,7 +69,7 @@ def test_an_unwritable_folder_is_a_clear_error(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     for folder in (blocker, blocker / "videos"):
-        with pytest.raises(ValueError, match="video_folder .* is not a writable folder"):
+        with pytest.raises(ValueError, match="video_folder .* is not a writable directory"):
             VecVideoRecorder(DummyVecEnv([ColorEnv]), folder, lambda step: True, video_length=1)
 
 
