@@ -79,6 +79,16 @@ def alive(pid):
         return False
 
 
+def still_running(pids: list[int], seconds: float = 10.0) -> list[int]:
+    """The pids still running (zombies aside) after waiting up to ``seconds`` for them to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = [pid for pid in pids if alive(pid)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def check_hang_times_out_and_close_works(venv, seconds, all_gone):
     """A reset venv whose env 2 hangs (workers of two envs, timeout 1 s): the timeout names
     envs 2 and 3, a second wait is allowed, close() is prompt and ``all_gone()`` after."""

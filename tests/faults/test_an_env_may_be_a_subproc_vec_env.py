@@ -11,15 +11,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 
 from tests.envs import BatchEnv
-from tests.helpers import assert_same, run_trace
+from tests.helpers import assert_same, run_trace, still_running
 from vec_envs import SubprocVecEnv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,16 +55,6 @@ def _start(how: str) -> tuple[subprocess.Popen, list[int]]:
     return parent, [int(pid) for pid in line.split()]
 
 
-def _gone_within(pids: list[int], seconds: float) -> list[int]:
-    """The pids still running (zombies aside) after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("how", ["exit without close", "killed"])
 def test_every_process_of_both_levels_leaves_with_the_parent(how):
     parent, pids = _start("exit" if how == "exit without close" else "wait")
@@ -74,7 +62,7 @@ def test_every_process_of_both_levels_leaves_with_the_parent(how):
     if how == "killed":
         os.kill(parent.pid, signal.SIGKILL)
     assert parent.wait(30) in (0, -signal.SIGKILL)
-    assert _gone_within(pids, 5.0) == []
+    assert still_running(pids, 5.0) == []
 
 
 def _build_in_daemon(queue) -> None:
@@ -110,4 +98,4 @@ def test_the_inner_workers_leave_with_an_outer_worker_that_is_killed():
         venv.reset()
         worker, *inner = venv.env_method("pids", indices=0)[0]
         os.kill(worker, signal.SIGKILL)
-        assert _gone_within(inner, 5.0) == []
+        assert still_running(inner, 5.0) == []

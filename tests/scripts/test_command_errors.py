@@ -15,6 +15,7 @@ import gymnasium as gym
 import psutil
 import pytest
 
+from tests.helpers import still_running
 from tests.scripts.conftest import command_env
 from vec_envs import DummyVecEnv
 from vec_envs.wrappers import VecNormalize
@@ -190,15 +191,6 @@ def interrupt_once_running(installed: Path, cwd: Path, command: str, *args: str,
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), pids
-
-
-def still_running(pids: list[int], seconds: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while True:
-        left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("command, args, children, said", [
