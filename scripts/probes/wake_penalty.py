@@ -36,11 +36,14 @@ from vec_envs.cli.args import parse_args
 
 __all__ = ["WakePenaltyArgs", "bookkeeping", "main"]
 
-BUSY_LOOP = """import gymnasium as gym
+BUSY_LOOP = """import os
+import gymnasium as gym
+parent = os.getppid()
 env = gym.make("CartPole-v1"); env.reset(seed=0)
-while True:
-    if any(env.step(0)[2:4]):
-        env.reset()
+while os.getppid() == parent:  # ends with the probe, however the probe ends
+    for _ in range(1000):
+        if any(env.step(0)[2:4]):
+            env.reset()
 """
 
 
