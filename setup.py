@@ -26,14 +26,14 @@ KERNELS = {
         "VecNormalize's running statistics over uint8 images use NumPy (same results, slower)",
     ),
     # EnvSlice's step loop over the envs with nothing to say (every backend's per-env step)
-    "vec_envs.stepping._step_kernel": (
-        "vec_envs/stepping/_step_kernel.c",
+    "vec_envs.workers._step_kernel": (
+        "vec_envs/workers/_step_kernel.c",
         {"gnu": ["-O2"], "msvc": ["/O2"]},
         "every backend steps each env in Python (same results, more CPU per step)",
     ),
-    # the subprocess transport's look at its lanes (new requests, answers, answered envs)
-    "vec_envs.subproc.shared._lanes_kernel": (
-        "vec_envs/subproc/shared/_lanes_kernel.c",
+    # the subprocess transport's look at its lanes (new requests, answers)
+    "vec_envs.subproc._lanes_kernel": (
+        "vec_envs/subproc/_lanes_kernel.c",
         {"gnu": ["-O2"], "msvc": ["/O2"]},
         "SubprocVecEnv reads its lanes with NumPy (same results, more CPU per step)",
     ),

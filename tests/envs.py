@@ -251,3 +251,31 @@ class BatchEnv(gym.Env):
 
     def close(self):
         self.venv.close()
+
+
+class WaitingEnv(gym.Env):
+    """Each step takes a random 0-``max_ms`` ms, sleeping (an env that waits on I/O) or,
+    with ``busy``, computing; observations count the env's steps."""
+
+    observation_space = spaces.Box(0, np.inf, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, max_ms: float = 2.0, busy: bool = False):
+        self.max_s, self.busy, self.t = max_ms / 1000, busy, 0
+        self.rng = np.random.default_rng()
+
+    def reset(self, *, seed=None, options=None):
+        self.rng = np.random.default_rng(seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        seconds = self.rng.uniform(0, self.max_s)
+        if self.busy:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+        else:
+            time.sleep(seconds)
+        self.t += 1
+        return np.full(1, self.t, np.float32), 1.0, False, False, {}

@@ -103,11 +103,16 @@ class SlowCloseEnv(OutputEnv):
 
 
 class SlowStepEnv(OutputEnv):
-    """Each step takes ``seconds``; ``kill_at`` SIGKILLs its own process at that step."""
+    """Each step takes ``seconds`` (each reset ``reset_seconds``); ``kill_at`` SIGKILLs its
+    own process at that step."""
 
-    def __init__(self, seconds: float = 0.0, kill_at: int = 0):
+    def __init__(self, seconds: float = 0.0, kill_at: int = 0, reset_seconds: float = 0.0):
         super().__init__()
-        self.seconds, self.kill_at = seconds, kill_at
+        self.seconds, self.kill_at, self.reset_seconds = seconds, kill_at, reset_seconds
+
+    def reset(self, *, seed=None, options=None):
+        time.sleep(self.reset_seconds)
+        return super().reset(seed=seed, options=options)
 
     def step(self, action):
         result = super().step(action)
@@ -115,3 +120,30 @@ class SlowStepEnv(OutputEnv):
             os.kill(os.getpid(), 9)
         time.sleep(self.seconds)
         return result
+
+
+class ForkingEnv(OutputEnv):
+    """``reset()`` forks a helper process that sleeps ``seconds`` (it inherits what its
+    process holds, as a simulator an env starts does) and exits with ``os._exit``."""
+
+    def __init__(self, seconds: float = 40.0):
+        super().__init__()
+        self.seconds = seconds
+
+    def reset(self, *, seed=None, options=None):
+        if os.fork() == 0:
+            time.sleep(self.seconds)
+            os._exit(0)
+        return super().reset(seed=seed, options=options)
+
+
+class BigInfoEnv(OutputEnv):
+    """Every step's info holds ``size`` float64 (``size * 8`` bytes): a message of any size."""
+
+    def __init__(self, size: int = 131072):
+        super().__init__()
+        self.size = size
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {"x": np.ones(self.size)}

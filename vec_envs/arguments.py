@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-__all__ = ["backend_kwargs", "check_env_fns", "check_int", "check_timeout", "resolve_autoreset_mode", "resolve_index",
-           "resolve_indices", "resolve_options", "resolve_seeds"]
+__all__ = ["backend_kwargs", "check_batch_size", "check_env_fns", "check_int", "check_timeout",
+           "resolve_autoreset_mode", "resolve_index", "resolve_indices", "resolve_options", "resolve_seeds"]
 
 INDICES_EXPECTED = "None, an int, a sequence of ints or a boolean mask of {n}"
 ENV_FNS_EXPECTED = "a list of zero-argument env factories, one per env (e.g. [make_env] * 8)"
@@ -211,6 +211,22 @@ def backend_kwargs(vec_env_kwargs: dict[str, Any] | None, autoreset_mode: Any, w
                          f"{{'autoreset_mode': {kwargs['autoreset_mode']!r}}} both set the mode; give it once")
     kwargs["autoreset_mode"] = autoreset_mode
     return kwargs
+
+
+def check_batch_size(batch_size: Any, num_envs: int, cls: str) -> int:
+    """``batch_size`` as an int (None: ``num_envs``); a ValueError for anything else.
+
+    Example:
+        >>> check_batch_size(None, 8, "DummyVecEnv"), check_batch_size(2, 8, "DummyVecEnv")
+        (8, 2)
+    """
+    if batch_size is None:
+        return num_envs
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or not 1 <= batch_size <= num_envs:
+        raise ValueError(f"{cls}: batch_size must be an int in 1..{num_envs} (num_envs) or None, "
+                         f"received {batch_size!r}")
+    return int(batch_size)
 
 
 def check_timeout(timeout: Any, name: str = "timeout") -> float | None:

@@ -1,11 +1,8 @@
-"""BackendHooks: what a backend implements under VecEnvBase's control flow.
+"""BackendHooks: what a backend fills in under VecEnvBase's control flow.
 
-``VecEnvBase``'s public methods check every call (open, idle, which envs are in flight,
-the actions, the indices), then call one of these hooks with arguments already in their
-canonical form. A backend (DummyVecEnv, SubprocVecEnv, RayVecEnv, ALEVecEnv, ...) fills
-in the abstract ones; the asynchronous batches (``_async_reset``, ``_recv``, ``_send``)
-and the planning hooks (``_get_states``, ``_set_states``, ``_step_batch``) are optional:
-a backend without them raises ``NotImplementedError`` saying what to use instead.
+``VecEnvBase``'s public methods check every call, then call a hook with canonical arguments. The
+asynchronous batches (``_async_reset``, ``_recv``, ``_send``) and the planning hooks are optional:
+without them a backend raises ``NotImplementedError`` saying what to use instead.
 """
 from __future__ import annotations
 
@@ -18,24 +15,14 @@ from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvSte
 
 __all__ = ["BackendHooks"]
 
-NO_ASYNC = ("{cls}.{method}(): {cls} has no asynchronous batches (recv/send); use step(), or a "
-            "backend that has them")
+NO_ASYNC = "{cls}.{method}(): {cls} has no asynchronous batches (recv/send); use step(), or a backend that has them"
 NO_STATES = ("{cls}.{method}(): {cls} keeps no env states; call it on the backend (venv.unwrapped), "
              "whose observations skip this wrapper's processing")
 
 
 class BackendHooks(ABC):
-    """The hooks a VecEnv backend fills in; ``VecEnvBase`` calls them after its checks.
+    """The hooks a VecEnv backend fills in; ``VecEnvBase`` calls them after its checks."""
 
-    Example:
-        >>> sorted(BackendHooks.__abstractmethods__)[:4]
-        ['_reset', '_reset_single_env', '_step_async', '_step_wait']
-        >>> from vec_envs import DummyVecEnv
-        >>> issubclass(DummyVecEnv, BackendHooks)
-        True
-    """
-
-    # ------------------------------------------------------------ lock-step
     @abstractmethod
     def _reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> VecEnvObs:
         """Reset every env (env i with ``seeds[i]`` and ``options[i]`` when given); the batch."""
@@ -53,8 +40,8 @@ class BackendHooks(ABC):
         """Reset env ``index`` alone and return its observation."""
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
-        """Reset env ``indices[j]`` with ``seeds[j]`` and ``options[j]``, the others left as they
-        are; their first observations, batched in that order (reset infos in ``reset_infos``)."""
+        """Reset env ``indices[j]`` with ``seeds[j]`` and ``options[j]``, the others untouched; their first
+        observations, batched in that order (reset infos in ``reset_infos``)."""
         raise NotImplementedError(f"{type(self).__name__}.reset_envs(): {type(self).__name__} cannot reset some "
                                   "envs alone; call reset()")
 
@@ -62,21 +49,18 @@ class BackendHooks(ABC):
         """Release what the backend holds (workers, shared memory); called once by close()."""
 
     def close_interrupted(self) -> None:
-        """End at once a ``close_extras`` that a Ctrl-C stopped part-way (the next close()
-        calls this): by default it is run again."""
+        """End a ``close_extras`` a Ctrl-C stopped part-way (the next close() calls this); by default, rerun it."""
         self.close_extras()
 
-    # -------------------------------------------------------------- actions
     def _action_owner(self, index: int) -> str:
         """Who acts at env ``index``, as the message of a refused action names it."""
         return f"env {index}"
 
     def _ignored_actions(self, env_ids: np.ndarray | None) -> np.ndarray | None:
-        """A bool per action of a step (``env_ids`` None) or a send: True where nobody reads
-        the action, so its range goes unchecked; None when every action is read."""
+        """Per action of a step (``env_ids`` None) or send: True where nobody reads it (its range goes
+        unchecked); None when every action is read."""
         return None
 
-    # ----------------------------------------------------------- env access
     @abstractmethod
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """``attr_name`` of each sub-env named by ``indices``, in index order."""
@@ -98,21 +82,19 @@ class BackendHooks(ABC):
     def get_images(self) -> list[np.ndarray]:
         """One (H, W, 3) frame per env (the envs need ``render_mode="rgb_array"``)."""
 
-    # ------------------------------------------------- asynchronous batches
     def _async_reset(self, seeds: list[int | None] | None, options: list[dict[str, Any]] | None) -> None:
         """Start resetting every env (env i with ``seeds[i]`` and ``options[i]`` when given)."""
         raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="async_reset"))
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
-        """The first ``count`` envs whose reset or step finished: ``(obs, rewards, dones,
-        infos, env_ids)``, rows in ``env_ids`` order; EnvTimeoutError after ``timeout``."""
+        """The first ``count`` envs whose reset or step finished: ``(obs, rewards, dones, infos, env_ids)``,
+        rows in ``env_ids`` order; EnvTimeoutError after ``timeout``."""
         raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="recv"))
 
     def _send(self, actions: Any, env_ids: np.ndarray) -> None:
         """Start stepping env ``env_ids[j]`` with ``actions[j]`` (validated, one per env)."""
         raise NotImplementedError(NO_ASYNC.format(cls=type(self).__name__, method="send"))
 
-    # ------------------------------------------------------------- planning
     def _get_states(self, indices: list[int]) -> list[Any]:
         """Snapshots of the envs ``indices`` (backends that keep envs implement it)."""
         raise NotImplementedError(NO_STATES.format(cls=type(self).__name__, method="get_states"))

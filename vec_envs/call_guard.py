@@ -1,13 +1,10 @@
 """One caller at a time: a VecEnv refuses, at once, a call from a second thread.
 
-A VecEnv is a protocol with its workers (a step is sent, then its replies collected), so
-two threads inside it at once would interleave messages and corrupt it. Every public
-method of ``VecEnvBase`` and its subclasses is guarded: a call from another thread while
-one is running raises ``ConcurrentCallError`` naming both threads and both methods,
-instead of blocking or corrupting anything. Calls within the running call (``step`` ->
-``step_async``, a wrapper's base class) pass freely: the guard knows its holder's thread.
-An exception that is no ``Exception`` (a Ctrl-C) leaving the outer call of one that
-talks to the envs is reported to the VecEnv (``_interrupted``) on its way out.
+Two threads inside a VecEnv would interleave and corrupt its messages with its workers, so every
+public method of ``VecEnvBase`` and its subclasses raises ``ConcurrentCallError`` (naming both threads
+and methods) when called from another thread while one runs; calls within the running call (``step``
+-> ``step_async``, a wrapper's base class) pass. A non-``Exception`` (a Ctrl-C) leaving the outer
+call of one that talks to the envs is reported to the VecEnv (``_interrupted``).
 """
 from __future__ import annotations
 
@@ -22,11 +19,7 @@ from vec_envs.failure_state import TALKS_TO_ENVS
 __all__ = ["GUARDED_METHODS", "CallGuard", "guard_methods"]
 
 #: the public methods that run under the guard (whichever class defines them)
-GUARDED_METHODS = frozenset({
-    "reset", "step", "step_async", "step_wait", "reset_async", "reset_wait", "async_reset", "recv", "send",
-    "seed", "set_options", "reset_single_env", "get_attr", "set_attr", "env_method", "env_is_wrapped",
-    "get_images", "render", "close", "get_states", "set_states", "sync_states", "step_batch",
-})
+GUARDED_METHODS = TALKS_TO_ENVS | {"seed", "set_options", "close"}
 CONCURRENT = ("{cls}.{method}() called from thread {me!r} while thread {owner!r} is inside {cls}.{running}(); "
               "a VecEnv serves one caller at a time: call it from one thread, or hold your own lock around it")
 
@@ -34,40 +27,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CallGuard:
-    """Which thread is inside a VecEnv, claimed and released in one atomic step each.
-
-    ``dict.setdefault`` claims the guard atomically (under the GIL) and ``dict.pop``
-    releases it, so no Ctrl-C can land between a lock and its bookkeeping and leave the
-    guard held by nobody; calls made within a call (same thread) pass freely.
-
-    Example:
-        >>> guard = CallGuard()
-        >>> guard.enter("MyVecEnv", "step")
-        >>> guard.holder() == threading.get_ident()
-        True
-        >>> guard.exit(); guard.holder() is None
-        True
-    """
+    """Which thread is inside a VecEnv: ``dict.setdefault`` claims the guard and ``dict.pop`` releases it,
+    each atomic, so no Ctrl-C can land between a lock and its bookkeeping."""
 
     def __init__(self) -> None:
         self.slot: dict[str, int] = {}  # "holder": the ident of the thread inside
         self.method = "?"  # the outer method it runs, for messages
-
-    def holder(self) -> int | None:
-        """The ident of the thread inside, or None."""
-        return self.slot.get("holder")
-
-    def enter(self, cls: str, method: str) -> None:
-        """Claim the guard for ``method``, or raise ConcurrentCallError if another thread holds it."""
-        me = threading.get_ident()
-        held = self.slot.setdefault("holder", me)
-        if held != me:
-            raise self.refusal(cls, method, held)
-        self.method = method
-
-    def exit(self) -> None:
-        """Release the guard (by the thread that claimed it)."""
-        self.slot.pop("holder", None)
 
     def refusal(self, cls: str, method: str, held: int) -> ConcurrentCallError:
         """The error for a call of ``method`` while thread ``held`` is inside."""
@@ -106,8 +71,8 @@ def _guarded(method: F) -> F:
 
 
 def guard_methods(cls: type) -> None:
-    """Wrap the guarded methods that ``cls`` itself defines (once each)."""
-    for name in GUARDED_METHODS & cls.__dict__.keys():
-        method = cls.__dict__[name]
+    """Wrap the guarded methods of ``cls`` not wrapped yet (its own, or a mixin's)."""
+    for name in GUARDED_METHODS:
+        method = getattr(cls, name, None)
         if callable(method) and not getattr(method, "__guarded__", False):
             setattr(cls, name, _guarded(method))

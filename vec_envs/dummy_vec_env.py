@@ -12,9 +12,10 @@ from vec_envs.autoreset import AutoresetMode
 from vec_envs.errors import EnvCallFailed
 from vec_envs.failure_state import env_exception
 from vec_envs.spaces.batching import copy_obs, take_rows
-from vec_envs.stepping.env_slice import EnvSlice
 from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.workers.env_slice import EnvSlice
+from vec_envs.workers.wire import ENV_CALLS
 
 __all__ = ["DummyVecEnv"]
 
@@ -57,10 +58,8 @@ class DummyVecEnv(VecEnvBase):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
         env_fns = check_env_fns(env_fns, "DummyVecEnv", picklable=False)
         mode = resolve_autoreset_mode(autoreset_mode, "DummyVecEnv")
-        self.slice = _run(EnvSlice, env_fns)
+        self.slice = _run(EnvSlice, env_fns, 0, mode is not AutoresetMode.SAME_STEP)
         super().__init__(len(env_fns), self.slice.observation_space, self.slice.action_space, batch_size, mode)
-        if mode is not AutoresetMode.SAME_STEP:
-            self.slice.defer_resets()
         self.envs = self.slice.envs
         self.copy = copy
         self.reset_infos = self.slice.reset_infos
@@ -87,7 +86,7 @@ class DummyVecEnv(VecEnvBase):
         return self._out(), buffers.rewards.copy(), buffers.dones.copy(), infos
 
     def _reset_single_env(self, index: int, seed: int | None) -> Any:
-        return _run(self.slice.reset_one, index, seed)
+        return self._call("reset_one", [index], per_env=[(seed, None)])[0][0]
 
     def _reset_envs(self, indices: list[int], seeds: list[int | None], options: list[dict[str, Any]]) -> VecEnvObs:
         for i, seed, env_options in zip(indices, seeds, options):
@@ -122,37 +121,43 @@ class DummyVecEnv(VecEnvBase):
         return self.slice.step_env(i, value)
 
 
+    def _call(self, method: str, ids: list[int], args: tuple = (), per_env: list | None = None) -> list[Any]:
+        """``method`` of ``wire.ENV_CALLS`` on envs ``ids``, one result each."""
+        call = ENV_CALLS[method]
+        return _run(lambda: [call(self.slice, i, None if per_env is None else per_env[j], *args)
+                             for j, i in enumerate(ids)])
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         self._check_idle("get_attr")
-        return _run(self.slice.get_attr, attr_name, self._indices(indices, "get_attr"))
+        return self._call("get_attr", self._indices(indices, "get_attr"), (attr_name,))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         self._check_idle("set_attr")
-        _run(self.slice.set_attr, attr_name, value, self._indices(indices, "set_attr"))
+        self._call("set_attr", self._indices(indices, "set_attr"), (attr_name, value))
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> list[Any]:
         self._check_idle("env_method")
-        return _run(self.slice.env_method, method_name, method_args, method_kwargs,
-                         self._indices(indices, "env_method"))
+        return self._call("env_method", self._indices(indices, "env_method"), (method_name, method_args, method_kwargs))
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         self._check_idle("env_is_wrapped")
-        return self.slice.env_is_wrapped(wrapper_class, self._indices(indices, "env_is_wrapped"))
+        return self._call("env_is_wrapped", self._indices(indices, "env_is_wrapped"), (wrapper_class,))
 
     def get_images(self) -> list[np.ndarray]:
         self._check_idle("get_images")
-        return _run(self.slice.get_images)
+        return self._call("get_images", list(range(self.num_envs)))
 
     def _get_states(self, indices: list[int]) -> list[Any]:
-        return _run(self.slice.get_states, indices)
+        return self._call("get_states", indices)
 
     def _set_states(self, states: list[Any], indices: list[int]) -> None:
-        _run(self.slice.set_states, states, indices)
+        self._call("set_states", indices, per_env=list(states))
 
     def _step_batch(self, actions: Any, states: list[Any] | None, dts: list[int],
                     return_states: bool) -> tuple[VecEnvObs, list[tuple]]:
-        outcomes = _run(self.slice.step_batch, actions, states, dts, return_states)
+        outcomes = _run(lambda: [self.slice.step_from(i, None if states is None else states[i], actions[i], dts[i],
+                                                      return_states) for i in range(self.num_envs)])
         return self._out(), outcomes
 
     def close_extras(self) -> None:

@@ -27,6 +27,9 @@ __all__ = [
     "ConcurrentCallError",
     "EngineLimitError",
     "EnvCallFailed",
+    "EnvOutputError",
+    "is_own_check",
+    "own_check",
 ]
 
 FORKED_COPY = ("{cls}.{method}(): this VecEnv belongs to process {owner}, and this process ({pid}) is a fork "
@@ -125,10 +128,28 @@ class EnvCallFailed(Exception):
 
     Backends turn it into what their users expect: in-process backends re-raise the env's
     own exception with a note (``failure_state.env_exception``), worker backends raise
-    ``EnvWorkerError``.
+    ``EnvWorkerError``; ``ours``: the cause is a check of vec_envs' own (every env a new
+    object, the same spaces), which every backend raises as its own class.
     """
 
-    def __init__(self, env_index: int, method: str) -> None:
+    def __init__(self, env_index: int, method: str, ours: bool = False) -> None:
         super().__init__(f"env {env_index} raised in {method}()")
         self.env_index = env_index
         self.method = method
+        self.ours = ours
+
+
+def own_check(exc: BaseException) -> BaseException:
+    """Mark ``exc`` as raised by a check of vec_envs' own (inside an env factory, say): a
+    worker backend raises it as its own class, not as ``EnvWorkerError``."""
+    exc._vec_envs_own_check = True  # type: ignore[attr-defined]
+    return exc
+
+
+def is_own_check(exc: BaseException) -> bool:
+    """Was ``exc`` raised by a check of vec_envs' own (``own_check``)?"""
+    return getattr(exc, "_vec_envs_own_check", False)
+
+
+class EnvOutputError(TypeError):
+    """An env returned something of the wrong type or structure from ``reset`` / ``step``."""

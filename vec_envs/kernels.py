@@ -3,9 +3,9 @@
 Three loops have a C version, built by the install where a C compiler is found
 (``setup.py``), and a NumPy / Python version that gives the same bits where it is not:
 
-- ``vec_envs.stepping._step_kernel``: a slice's step loop (every backend), and the
+- ``vec_envs.workers._step_kernel``: a slice's step loop (every backend), and the
   infos of envs that had nothing to say;
-- ``vec_envs.subproc.shared._lanes_kernel``: the subprocess transport's look at its
+- ``vec_envs.subproc._lanes_kernel``: the subprocess transport's look at its
   lanes (both sides) and a worker's answers;
 - ``vec_envs.wrappers._rms_kernel``: ``RunningMeanStd`` over uint8 images (VecNormalize).
 
@@ -37,8 +37,8 @@ __all__ = ["KERNELS", "FALLBACKS", "SWITCH", "enabled", "load", "report"]
 SWITCH = "VEC_ENVS_KERNELS"
 #: short name -> the module the C kernel builds
 KERNELS = {
-    "step": "vec_envs.stepping._step_kernel",
-    "lanes": "vec_envs.subproc.shared._lanes_kernel",
+    "step": "vec_envs.workers._step_kernel",
+    "lanes": "vec_envs.subproc._lanes_kernel",
     "rms": "vec_envs.wrappers._rms_kernel",
 }
 _WARNED = "_VEC_ENVS_KERNELS_WARNED"  # the kernels already named in a warning in this process tree

@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.arguments import (
+    check_batch_size,
     check_timeout,
     resolve_autoreset_mode,
     resolve_index,
@@ -16,10 +17,10 @@ from vec_envs.arguments import (
     resolve_options,
     resolve_seeds,
 )
-from vec_envs.async_envs import AsyncEnvs, check_batch_size
-from vec_envs.autoreset import AutoresetMode, EndedEnvs
+from vec_envs.autoreset import AutoresetMode
 from vec_envs.backend_hooks import BackendHooks
 from vec_envs.call_guard import CallGuard, guard_methods
+from vec_envs.env_states import EnvStates
 from vec_envs.errors import (
     FORKED_COPY,
     AlreadyPendingCallError,
@@ -61,7 +62,7 @@ class VecEnvBase(BackendHooks):
     ``autoreset_mode`` (``"same_step"``, ``"next_step"`` or ``"disabled"``, or gymnasium's
     ``AutoresetMode``; see ``vec_envs.autoreset``) says what an env's rows are after its
     episode ends; the backend steps and resets its envs that way, and the base keeps which
-    envs ended (``EndedEnvs``) for the other two modes. ``reset_envs`` resets some envs.
+    envs ended (``EnvStates``) for the other two modes. ``reset_envs`` resets some envs.
 
     Asynchronous batches (EnvPool-style): ``async_reset()`` starts every env, ``recv()``
     returns the first ``batch_size`` envs whose reset or step has finished, with their
@@ -104,11 +105,8 @@ class VecEnvBase(BackendHooks):
         self._call_guard = CallGuard()
         self.num_envs = num_envs
         self.batch_size = check_batch_size(batch_size, num_envs, type(self).__name__)
-        self._async = AsyncEnvs(type(self).__name__, num_envs, self.batch_size)
         self.autoreset_mode = resolve_autoreset_mode(autoreset_mode, type(self).__name__)
-        #: the envs that ended at their last row (next-step, disabled); None: same-step
-        self._ended = None if self.autoreset_mode is AutoresetMode.SAME_STEP else \
-            EndedEnvs(self.autoreset_mode, num_envs, type(self).__name__)
+        self._states = EnvStates(type(self).__name__, num_envs, self.batch_size, self.autoreset_mode)
         self.observation_space = observation_space
         self.action_space = action_space
         self.reset_infos: list[dict[str, Any]] = [{} for _ in range(num_envs)]
@@ -126,14 +124,13 @@ class VecEnvBase(BackendHooks):
         options from ``set_options()``)."""
         self._check_idle("reset")
         seeds, options = self._take_reset_args()
-        self._async.clear()
+        self._states.clear()
         try:
             obs = self._reset(seeds, options)
         except BaseException as exc:
             self._failure.fail(exc, "reset")
         self._failure.clear()
-        if self._ended is not None:
-            self._ended.clear()
+        self._states.reset_done()
         return obs
 
     def _take_reset_args(self) -> tuple[list[int | None] | None, list[dict[str, Any]] | None]:
@@ -151,8 +148,7 @@ class VecEnvBase(BackendHooks):
         self._check_pending("step_wait", "step")
         timeout = check_timeout(timeout, "step_wait(): timeout")
         result = self._finish_pending(self._step_wait, timeout)
-        if self._ended is not None:
-            self._ended.after_step(result[2], result[3], self.reset_infos)
+        self._states.after_rows(None, result[2], result[3], self.reset_infos)
         return result
 
     def step(self, actions: Any) -> VecEnvStepReturn:
@@ -162,8 +158,7 @@ class VecEnvBase(BackendHooks):
             return self.step_wait()
         self._start_step(actions)  # as step_async would, without a second trip through the guard
         result = self._finish_pending(self._step_wait, None)
-        if self._ended is not None:
-            self._ended.after_step(result[2], result[3], self.reset_infos)
+        self._states.after_rows(None, result[2], result[3], self.reset_infos)
         return result
 
     def _start_step(self, actions: Any) -> None:
@@ -171,10 +166,9 @@ class VecEnvBase(BackendHooks):
         self._check_idle("step_async")
         actions = check_actions(self.action_space, actions, self.num_envs, "step_async", owner=self._action_owner,
                                 ignored=self._ignored_actions(None))
-        if self._ended is not None:
-            self._ended.check_step("step_async")
-        if self._async.round:  # an async round ran: it is over
-            self._async.clear()
+        self._states.check_step("step_async")
+        if self._states.round:  # an async round ran: it is over
+            self._states.clear()
         self._step_async(actions)
         self._pending = "step"
 
@@ -216,15 +210,14 @@ class VecEnvBase(BackendHooks):
         """
         self._check_idle("async_reset")
         seeds, options = self._take_reset_args()
-        self._async.clear()
+        self._states.clear()
         try:
             self._async_reset(seeds, options)
         except BaseException as exc:
             self._failure.fail(exc, "reset")
         self._failure.clear()
-        if self._ended is not None:
-            self._ended.clear()
-        self._async.start_all()
+        self._states.reset_done()
+        self._states.start_all()
 
     def recv(self, timeout: float | None = None) -> VecEnvRecvReturn:
         """The first ``batch_size`` envs whose reset or step finished.
@@ -239,34 +232,32 @@ class VecEnvBase(BackendHooks):
         self._check_no_lockstep_call("recv")
         if timeout is not None:
             timeout = check_timeout(timeout, "recv(): timeout")
-        if self._async.flying < self.batch_size:
-            self._async.check_recv()  # raises, naming the envs in flight
+        if self._states.flying < self.batch_size:
+            self._states.check_recv()  # raises, naming the envs in flight
         try:
             obs, rewards, dones, infos, env_ids = self._recv(self.batch_size, timeout)
         except EnvTimeoutError:
             raise  # still in flight: the caller may recv again
         except BaseException as exc:
-            self._async.clear()  # the round is over: reset() or async_reset() starts anew
+            self._states.clear()  # the round is over: reset() or async_reset() starts anew
             self._failure.fail(exc, "recv")
-        self._async.returned(env_ids)
-        if self._ended is not None:
-            self._ended.after_recv(env_ids, dones, infos, self.reset_infos)
+        self._states.returned(env_ids)
+        self._states.after_rows(env_ids, dones, infos, self.reset_infos)
         return obs, rewards, dones, infos, env_ids
 
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step env ``env_ids[j]`` with ``actions[j]``; ``env_ids`` must be envs returned by
         ``recv`` and not sent to since (anything else raises ValueError naming them)."""
         self._check_no_lockstep_call("send")
-        ids = self._async.check_send(env_ids)
+        ids = self._states.check_send(env_ids)
         actions = check_env_actions(self.action_space, actions, ids, "send", self._action_owner,
                                     self._ignored_actions(ids))
-        if self._ended is not None:
-            self._ended.check_send(ids)
-        self._async.sent(ids)  # before the hook: a backend may answer some at once (``AsyncEnvs.answered``)
+        self._states.check_step("send", ids)
+        self._states.sent(ids)  # before the hook: a backend may answer some at once (``EnvStates.answered``)
         try:
             self._send(actions, ids)
         except Exception:
-            self._async.returned(ids)  # refused (a check of the backend's own): they wait for a send again
+            self._states.returned(ids)  # refused (a check of the backend's own): they wait for a send again
             raise
 
     def seed(self, seed: int | Sequence[int] | None = None) -> list[int | None]:
@@ -309,8 +300,7 @@ class VecEnvBase(BackendHooks):
         if self._seeds is not None:
             seed, self._seeds[index] = self._seeds[index], None
         obs = self._reset_single_env(index, seed)
-        if self._ended is not None:
-            self._ended.clear([index])
+        self._states.reset_done([index])
         return obs
 
     def reset_envs(self, indices: VecEnvIndices = None, seed: int | Sequence[int | None] | None = None,
@@ -333,15 +323,15 @@ class VecEnvBase(BackendHooks):
             (2, 4)
             >>> venv.close()
         """
-        self._check_idle("reset_envs")
+        self._check_no_lockstep_call("reset_envs")
         ids = self._indices(indices, "reset_envs")
+        self._states.check_none_in_flight("reset_envs", ids)  # the others may be: recv/send goes on
         if len(set(ids)) != len(ids):
             raise ValueError(f"reset_envs(): indices name envs more than once: {ids}")
         seeds = self._reset_envs_seeds(ids, seed)
         resolved = resolve_options(options, len(ids), "reset_envs")
         obs = self._reset_envs(ids, seeds, resolved)
-        if self._ended is not None:
-            self._ended.clear(ids)
+        self._states.reset_done(ids)
         return obs
 
     def _reset_envs_seeds(self, ids: list[int], seed: Any) -> list[int | None]:
@@ -458,7 +448,7 @@ class VecEnvBase(BackendHooks):
         if self.closed:
             return
         self._pending = None
-        self._async.clear()
+        self._states.clear()
         self._failure.interrupt(exc, method)
 
     def __enter__(self) -> VecEnvBase:
@@ -489,8 +479,8 @@ class VecEnvBase(BackendHooks):
         self._check_open(method)
         if self._pending is not None:
             self._check_no_lockstep_call(method)  # raises, naming the pending call
-        if self._async.flying:
-            self._async.check_none_in_flight(method)  # raises, naming the envs in flight
+        if self._states.flying:
+            self._states.check_none_in_flight(method)  # raises, naming the envs in flight
 
     def _check_no_lockstep_call(self, method: str) -> None:
         self._check_open(method)

@@ -7,18 +7,36 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.autoreset import ResetRows
+from vec_envs.env_states import EnvStates
 from vec_envs.spaces.batching import batch_of_one, get_row
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 
-__all__ = ["VecEnvWrapper", "VecEnvObservationWrapper"]
+__all__ = ["ResetRows", "VecEnvWrapper", "VecEnvObservationWrapper"]
 
 NO_RECV = ("{cls}.{method}(): {cls} does its own work in {where}() but has no {needed}() for "
            "asynchronous batches; use reset()/step(), or give it a {needed}() that follows env_ids")
 NO_RECV_OVER_STEP = ("{cls}.{method}(): {cls} overrides step(), which recv()/send() never call, so its work would "
                      "be skipped on asynchronous batches; use reset()/step(), or move the work to step_wait() "
                      "(step_async() for actions) and give {cls} a recv() (send()) that follows env_ids")
+
+
+class ResetRows:
+    """For a wrapper over a next-step VecEnv: which rows of the batch its backend returned
+    last are reset rows (the env's episode ended at its previous row, so this row is its
+    reset: reward 0, no step). It reads the backend's own record (``EnvStates``), so a
+    wrapper asks it right after its wrapped VecEnv returns a batch."""
+
+    def __init__(self, states: EnvStates) -> None:
+        self.states = states
+
+    def of_step(self, dones: np.ndarray) -> np.ndarray:
+        """The reset rows of the lock-step batch whose dones are ``dones``."""
+        return self.states.reset_rows[:len(dones)]
+
+    def of_recv(self, env_ids: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """The reset rows of the ``recv`` batch of ``env_ids`` whose dones are ``dones``."""
+        return self.states.reset_rows[:len(env_ids)]
 
 
 class VecEnvWrapper(VecEnvBase):
@@ -53,11 +71,11 @@ class VecEnvWrapper(VecEnvBase):
         self.venv = venv
         super().__init__(venv.num_envs, observation_space or venv.observation_space,
                          action_space or venv.action_space, venv.batch_size, venv.autoreset_mode)
-        self._ended = None  # the backend keeps which envs ended; a wrapper forwards every call
+        self._states.ended = None  # the backend keeps which envs ended; a wrapper forwards every call
         self._fresh = np.zeros(self.num_envs, np.bool_)  # next row is the env's reset row
         #: next-step autoreset: which rows are reset rows (None: the other modes)
-        backend = venv.unwrapped._ended
-        self._reset_rows = ResetRows(backend) if backend is not None and backend.next_step else None
+        backend = venv.unwrapped._states
+        self._reset_rows = ResetRows(backend) if backend.next_step else None
 
     def reset(self) -> VecEnvObs:
         return self.venv.reset()

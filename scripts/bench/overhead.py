@@ -14,7 +14,7 @@ EnvPool and PufferLib where installed) on a zero-cost env and on CartPole-v1 (wi
 - **e**: CPU per step of one env stepped alone in a plain loop.
 
 Spinning and sleeping are counted by the transport itself once asked
-(``vec_envs.subproc.shared.spin.WAIT_TIMES``): in the parent for the measurement, and in
+(``vec_envs.subproc.doorbell.WAIT_TIMES``): in the parent for the measurement, and in
 each worker by the env factory, which turns the count on there and copies the worker's
 figures to its slot of a small file the parent reads (env access would need every env
 returned, which recv/send never has).
@@ -138,7 +138,7 @@ class CountedWaits(gym.Wrapper):
         self._index = index
 
     def _copy(self) -> None:
-        from vec_envs.subproc.shared.spin import WAIT_TIMES
+        from vec_envs.subproc.doorbell import WAIT_TIMES
 
         if _worker_spins is not None:
             _worker_spins[SPUN, self._index] = WAIT_TIMES.spun
@@ -158,7 +158,7 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
     global _worker_spins
     made: gym.Env = make_env(env, index, episode_length=episode_length)
     if os.getpid() != parent:
-        from vec_envs.subproc.shared.spin import WAIT_TIMES
+        from vec_envs.subproc.doorbell import WAIT_TIMES
 
         WAIT_TIMES.enabled = True
         if _worker_spins is None:
@@ -171,7 +171,7 @@ def counted_env(env: str, episode_length: int, spins: SpinFile, index: int, pare
 def parent_waits() -> Iterator[list[float]]:
     """Count the spinning, and the sleeping and waking, of this process while inside:
     ``[spun, slept]`` seconds."""
-    from vec_envs.subproc.shared.spin import WAIT_TIMES
+    from vec_envs.subproc.doorbell import WAIT_TIMES
 
     total = [0.0, 0.0]
     WAIT_TIMES.enabled, before = True, (WAIT_TIMES.spun, WAIT_TIMES.slept)

@@ -1,10 +1,10 @@
 """CPU per env step of one slice of envs: a plain loop over ``env.step`` against EnvSlice,
-the loop every backend steps its envs with (vec_envs/stepping/env_slice.py).
+the loop every backend steps its envs with (vec_envs/workers/env_slice.py).
 
     python scripts/probes/slice_loop.py --env cartpole --rounds 21      # EnvSlice's C loop
     VEC_ENVS_KERNELS=0 python scripts/probes/slice_loop.py --env cartpole --rounds 21   # its Python loop
 
-EnvSlice steps its envs in C (vec_envs/stepping/_step_kernel.c) where the kernel is built
+EnvSlice steps its envs in C (vec_envs/workers/_step_kernel.c) where the kernel is built
 and not switched off (``VEC_ENVS_KERNELS=0``), else in Python. The two loops take turns,
 round after round, in this thread (``time.thread_time()``); "over the plain loop" is the
 median of the per-round differences.
@@ -34,7 +34,7 @@ import numpy as np
 from vec_envs import kernels
 from vec_envs.cli.args import parse_args
 from vec_envs.spaces.batching import BatchBuffers
-from vec_envs.stepping.env_slice import EnvSlice
+from vec_envs.workers.env_slice import EnvSlice
 
 __all__ = ["SliceLoopArgs", "ZeroCostEnv", "slice_loops", "main"]
 

@@ -9,12 +9,11 @@ import counts: those inside functions and under ``if TYPE_CHECKING:`` too.
 - ``vec_envs.interop`` adapts any backend and imports no other (it asks a VecEnv what it
   does, e.g. ``reports_whole_episodes``);
 - no two modules import each other, directly or through others;
-- the subprocess transport's rooms say who runs them: ``worker/`` (the worker process)
-  imports nothing of the parent side; ``parent/`` imports of the worker side only
-  ``worker/main.py``, the function it starts the worker process with; ``shared/`` (the
-  layout both sides read) imports neither side; no module outside ``vec_envs/subproc/``
-  reaches into its rooms, and the transport-free layers (``stepping/``, ``workers/``)
-  import no transport.
+- the subprocess transport: what a worker process runs (``child.py``) imports nothing
+  the parent alone runs (``process.py``, ``lane_scheduler.py``, ``subproc_vec_env.py``);
+  the protocols both ends run (``lanes.py``, ``doorbell.py``) import neither; no module
+  outside ``vec_envs/subproc/`` reaches into it but through ``SubprocVecEnv`` and the
+  public helpers; ``workers/`` (what every transport shares) imports no transport.
 """
 from __future__ import annotations
 
@@ -37,9 +36,13 @@ BACKENDS = ("vec_envs.dummy_vec_env", "vec_envs.subproc", "vec_envs.workers", "v
 #: what planning may take from a backend's package: ALE's emulator snapshots, no backend's code
 PLANNING_MAY_USE = ("vec_envs.ale.ale_snapshot",)
 SUBPROC = "vec_envs.subproc"
-PARENT, WORKER, SHARED = f"{SUBPROC}.parent", f"{SUBPROC}.worker", f"{SUBPROC}.shared"
 #: the parent's VecEnv, at the top of the subprocess transport
 SUBPROC_VEC_ENV = f"{SUBPROC}.subproc_vec_env"
+CHILD = f"{SUBPROC}.child"
+PARENT_ONLY = (f"{SUBPROC}.process", f"{SUBPROC}.lane_scheduler", SUBPROC_VEC_ENV)
+BOTH_ENDS = (f"{SUBPROC}.lanes", f"{SUBPROC}.doorbell")
+#: what the rest of vec_envs may import of the subprocess transport
+SUBPROC_PUBLIC = (SUBPROC_VEC_ENV, f"{SUBPROC}.cloudpickle_wrapper", f"{SUBPROC}.mpi_env_vars")
 
 
 def module_name(package: str, folder: Path, path: Path) -> str:
@@ -115,7 +118,7 @@ def offending_imports(room: str, forbidden: tuple[str, ...], outside: tuple[str,
 @pytest.mark.parametrize("module, imported", [
     ("vec_envs.ale.make_atari_env", SUBPROC_VEC_ENV),  # inside a function
     ("vec_envs.ray.ray_vec_env", "vec_envs.ray.ray_worker"),  # under if TYPE_CHECKING:
-    ("vec_envs.stepping.env_slice", "vec_envs.kernels"),  # from vec_envs import kernels
+    ("vec_envs.workers.env_slice", "vec_envs.kernels"),  # from vec_envs import kernels
 ], ids=["in-a-function", "type-checking", "from-package-import-module"])
 def test_the_graph_counts_every_kind_of_import(module, imported):
     assert imported in import_graph()[module]
@@ -149,15 +152,14 @@ def test_importing_vec_envs_loads_no_wrapper_module():
     assert done.stdout.strip() == "[]"
 
 
-# ---------------------------------------------------------------- the subprocess transport's rooms
+# ---------------------------------------------------------------- the subprocess transport
 @pytest.mark.parametrize("room, forbidden, outside, allowed", [
-    (WORKER, (PARENT, SUBPROC_VEC_ENV), (), ()),
-    (PARENT, (WORKER,), (), (f"{WORKER}.main",)),
-    (SHARED, (PARENT, WORKER, SUBPROC_VEC_ENV), (), ()),
-    ("vec_envs", (SHARED, PARENT, WORKER), (SUBPROC,), ()),
-    ("vec_envs.stepping", (SUBPROC,), (), ()),
+    (CHILD, PARENT_ONLY, (), ()),
+    (BOTH_ENDS[0], (CHILD, *PARENT_ONLY), (), ()),
+    (BOTH_ENDS[1], (CHILD, *PARENT_ONLY), (), ()),
+    ("vec_envs", (SUBPROC,), (SUBPROC,), SUBPROC_PUBLIC),
     ("vec_envs.workers", (SUBPROC, "vec_envs.ray"), (), ()),
-], ids=["worker-not-parent", "parent-starts-worker-main-only", "shared-neither-side", "vec_envs-outside-not-in",
-        "stepping-no-transport", "workers-transport-free"])
-def test_a_room_of_the_subprocess_transport_imports_only_its_side(room, forbidden, outside, allowed):
+], ids=["child-not-parent", "lanes-neither-end", "doorbell-neither-end", "vec_envs-outside-not-in",
+        "workers-transport-free"])
+def test_the_subprocess_transport_keeps_its_ends_apart(room, forbidden, outside, allowed):
     assert offending_imports(room, forbidden, outside, allowed) == {}

@@ -13,9 +13,9 @@ import pytest
 from vec_envs import kernels
 
 REPO = Path(__file__).resolve().parents[2]
-LOADED = ("import sys; from vec_envs.stepping import env_slice; from vec_envs.subproc.parent import lanes; "
+LOADED = ("import sys; from vec_envs.workers import env_slice; from vec_envs.subproc import lanes; "
           "from vec_envs.wrappers import running_mean_std as r; "
-          "print(env_slice._step_kernel is None, lanes._kernel is None, r._rms_kernel is None)")
+          "print(env_slice._kernel is None, lanes._kernel is None, r._rms_kernel is None)")
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:

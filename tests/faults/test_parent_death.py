@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from vec_envs.subproc.worker.parent_watch import parent_alive
+from vec_envs.subproc.child import parent_alive
 
 GRACE_S = 5.0  # a worker still there this long after its parent died is a leak
 PARENT = textwrap.dedent('''

@@ -220,7 +220,7 @@ def test_result_that_cannot_be_pickled_is_a_clear_error_not_a_dead_worker():
 @pytest.mark.parametrize("fault,how", [("kill", "was killed by signal SIGKILL"), ("step", "raised in step()")])
 def test_lane_step_failures_are_reported(fault, how):
     venv = SubprocVecEnv(fns_with(fault, at=1), in_series=2, step_in_parent=True)
-    assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
+    assert type(venv.scheduler).__name__ == "LaneScheduler"  # the path under test
     with venv:
         venv.reset()
         err = step_until_error(venv, SECONDS)
@@ -231,7 +231,7 @@ def test_lane_step_failures_are_reported(fault, how):
 
 def test_lane_step_hang_times_out_and_restart_recovers():
     venv = SubprocVecEnv(fns_with("hang", at=1), in_series=2, step_in_parent=False, timeout=1.0)
-    assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
+    assert type(venv.scheduler).__name__ == "LaneScheduler"  # the path under test
     venv.reset()
     err = step_until_error(venv, SECONDS)
     assert isinstance(err, EnvTimeoutError)
@@ -247,7 +247,7 @@ def test_lane_step_hang_times_out_and_restart_recovers():
         assert restarted[3]
         assert sum(restarted) == 2
         assert venv.restarts == 2
-        assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
+        assert type(venv.scheduler).__name__ == "LaneScheduler"  # the path under test
 
 
 def test_lane_step_results_equal_dummy():
@@ -256,7 +256,7 @@ def test_lane_step_results_equal_dummy():
     fns = [functools.partial(SeededEnv, length=3 + i) for i in range(6)]
     actions = np.random.default_rng(5).integers(0, 3, (300, 6))
     with SubprocVecEnv(fns, in_series=3, step_in_parent=True) as venv, DummyVecEnv(fns) as ref:
-        assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
+        assert type(venv.scheduler).__name__ == "LaneScheduler"  # the path under test
         venv.seed(9), ref.seed(9)
         np.testing.assert_array_equal(venv.reset(), ref.reset())
         for a in actions:
@@ -280,9 +280,9 @@ def test_a_worker_asleep_past_its_spin_budget_is_woken_through_the_pipe():
         for k, a in enumerate(actions):
             if k % 2:
                 deadline = time.monotonic() + 5.0   # far past the 2 ms spin budget: it sleeps
-                while not venv.requests.lanes.sleeping(worker.index) and time.monotonic() < deadline:
+                while not venv.scheduler.lanes.sleeping(worker.index) and time.monotonic() < deadline:
                     time.sleep(0.01)
-                assert venv.requests.lanes.sleeping(worker.index)
+                assert venv.scheduler.lanes.sleeping(worker.index)
             obs, rew, done, infos = venv.step(a)      # a WAKE through the pipe when asleep
             obs_r, rew_r, done_r, infos_r = ref.step(a)
             np.testing.assert_array_equal(obs, obs_r)
@@ -309,6 +309,9 @@ def test_a_worker_replaced_at_a_reset_after_a_ctrl_c_is_watched_for_its_death():
         for _ in range(20):  # both envs answer; env 0 hangs again after 4 steps, env 1 goes on
             *_, env_ids = venv.recv(timeout=5.0)
             venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+        deadline = time.monotonic() + SECONDS
+        while venv.workers[0].running_env() != 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # (a loaded machine: its worker may not have begun the step it hangs in)
         os.kill(venv.workers[0].process.pid, signal.SIGKILL)
         deadline = time.monotonic() + SECONDS
         with pytest.raises(EnvWorkerError, match=r"env 0 \(worker 0\).*was killed by signal SIGKILL"):

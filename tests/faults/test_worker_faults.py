@@ -84,6 +84,21 @@ def test_a_call_from_a_second_thread_is_refused_at_once(make, closing):
     assert venv.step(np.zeros(2, np.int64))[1].tolist() == [1.0, 1.0]  # the protocol is intact
 
 
+@pytest.mark.parametrize("make", BACKENDS)
+def test_a_call_while_another_thread_calls_an_env_method_is_refused(make, closing):
+    venv = closing(make([functools.partial(SlowStepEnv, 0.4)] * 2))
+    venv.reset()
+    caller = threading.Thread(target=venv.env_method, args=("step", 0), kwargs={"indices": [0]}, name="caller")
+    caller.start()
+    time.sleep(0.1)  # the caller is inside env_method() now
+    name = type(venv).__name__
+    with pytest.raises(ConcurrentCallError, match=rf"{name}\.step\(\) called from thread 'MainThread' while "
+                                                  rf"thread 'caller' is inside {name}\.env_method\(\)"):
+        venv.step(np.zeros(2, np.int64))
+    caller.join(10)
+    assert not caller.is_alive()
+
+
 def test_many_threads_hammering_one_venv_get_clear_errors_and_no_corruption():
     venv = SubprocVecEnv([functools.partial(SlowStepEnv, 0.01)] * 4, in_series=1)
     venv.reset()
@@ -326,7 +341,7 @@ def test_an_unpicklable_info_under_recv_send_names_the_env_as_lock_step_does():
     """The shared-memory recv/send path words it as the lock-step path."""
     fns = [OutputEnv, OutputEnv, OutputEnv, functools.partial(UnpicklableInfoEnv, at=1)]
     with SubprocVecEnv(fns, in_series=2, batch_size=2) as venv:
-        assert type(venv.requests).__name__ == "LaneRequests"  # the path under test
+        assert type(venv.scheduler).__name__ == "LaneScheduler"  # the path under test
         venv.async_reset()
         with pytest.raises(EnvWorkerError, match=r"env 3 \(worker 1\) raised in step\(\): the info env 3 returned "
                                                  r"from step\(\) cannot be pickled to reach the parent process "

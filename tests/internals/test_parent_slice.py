@@ -1,9 +1,11 @@
 """The env lanes under the plan ``in_series="auto"`` makes, and recv/send's quiet batches.
 
-Lock-step with a slice stepped in the parent: the workers' envs are requested with one
-number while the parent steps its own slice, with the results of stepping every env in
-process, the parent's infos included. recv/send: a batch where no env said anything
-comes back with each ended env's terminal observation in its own row's info.
+Lock-step with a slice stepped in the parent: the parent's own slice is one more worker
+with lanes; every env is requested with one number, and the parent serves its own
+lanes while the workers step theirs, with the results of stepping every env in process,
+the parent's infos included. A per-call timeout stops the parent's slice between two of
+its envs. recv/send: a batch where no env said anything comes back with each ended
+env's terminal observation in its own row's info.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 from tests.envs import QuietEnv, SeededEnv
 from tests.helpers import assert_same, run_trace
 from vec_envs import DummyVecEnv, SubprocVecEnv
+from vec_envs.workers.worker import LocalWorker
 
 N = 4
 
@@ -28,16 +31,16 @@ def quiet_fns():
     return [functools.partial(QuietEnv, length=2 + i) for i in range(N)]
 
 
-def test_one_request_goes_to_the_workers_envs_and_the_parent_steps_its_own(closing):
+def test_one_request_goes_to_every_env_and_the_parent_serves_its_own_lanes(closing):
     venv = closing(with_parent_slice(quiet_fns()))
-    assert type(venv.requests).__name__ == "LaneRequests"
-    assert venv.requests.local is venv.workers[-1].server.envs and venv.requests.laned == 2
+    assert type(venv.scheduler).__name__ == "LaneScheduler"
+    assert isinstance(venv.workers[-1], LocalWorker) and venv.workers[-1].first_index == 2
     venv.reset()
     before = venv._lanes.requested.copy()
     venv.step(np.zeros(N, np.int64))
-    after = venv._lanes.requested
-    assert after[0] == after[1] > before[0]  # the worker's envs: one new number for the batch
-    assert after[2:].tolist() == before[2:].tolist()  # the parent's envs have no lanes to request
+    after, answered = venv._lanes.requested, venv._lanes.answered
+    assert len(set(after.tolist())) == 1 and after[0] > before[0]  # one new number for the whole batch
+    assert (answered >> 1).tolist() == after.tolist()  # every env answered it, the parent's own too
 
 
 def test_quiet_envs_give_the_trace_of_in_process_stepping():

@@ -13,8 +13,8 @@ import pytest
 
 from vec_envs.errors import EnvCallFailed
 from vec_envs.spaces.batching import BatchBuffers
-from vec_envs.stepping import env_slice
-from vec_envs.stepping.env_slice import DoneHook, EnvSlice
+from vec_envs.workers import env_slice
+from vec_envs.workers.env_slice import EnvSlice
 
 SPACE = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
 
@@ -77,7 +77,7 @@ class ScriptedEnv(gym.Env):
 def _trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch, terminal: bool) -> list:
     with monkeypatch.context() as patch:
         if not with_kernel:
-            patch.setattr(env_slice, "_step_kernel", None)
+            patch.setattr(env_slice, "_kernel", None)
         envs = EnvSlice([lambda kinds=kinds, i=i: ScriptedEnv(kinds, reset_kind=list(RESETS)[i % len(RESETS)])
                          for i, kinds in enumerate(kinds_per_env)], first_index=5)
         envs.attach(BatchBuffers.allocate(SPACE, len(kinds_per_env), terminal=terminal))
@@ -111,7 +111,7 @@ def _same(a, b) -> None:
         assert type(a) is type(b) and a == b
 
 
-pytestmark = pytest.mark.skipif(env_slice._step_kernel is None, reason="the C step loop is not built or is off")
+pytestmark = pytest.mark.skipif(env_slice._kernel is None, reason="the C step loop is not built or is off")
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal rows", "terminal in infos"])
@@ -124,25 +124,26 @@ def test_every_kind_of_result_is_stored_as_the_python_loop_stores_it(terminal, m
 
 
 def _run_trace(kinds_per_env: list[list[str]], with_kernel: bool, monkeypatch) -> list:
-    """Step every env through ``step_run`` as a worker serving its lanes does, recording what
-    was said, what was reported done (and what the rows held then), and the rows."""
+    """Step every env as a worker serving its lanes does (``said`` and ``done``), recording
+    what was said, what was reported done (and what the rows held then), and the rows."""
     n = len(kinds_per_env)
     with monkeypatch.context() as patch:
         if not with_kernel:
-            patch.setattr(env_slice, "_step_kernel", None)
+            patch.setattr(env_slice, "_kernel", None)
         envs = EnvSlice([lambda kinds=kinds, i=i: ScriptedEnv(kinds, reset_kind=list(RESETS)[i % len(RESETS)])
                          for i, kinds in enumerate(kinds_per_env)], first_index=5)
         envs.attach(BatchBuffers.allocate(SPACE, n, terminal=True))
         envs.reset()
         reported: list = []
-        hook = DoneHook(lambda k: reported.append((k, envs.buffers.rewards[k].item(), bool(envs.buffers.dones[k]))))
+        hook = (lambda k: reported.append((k, envs.buffers.rewards[k].item(), bool(envs.buffers.dones[k]))), None)
         trace = []
         for _ in range(2 * len(KINDS)):
             reported.clear()
-            said: list = []
+            ks: list = []
             actions = np.arange(n) % 2
-            envs.step_run(actions[1:], 1, 1, n, hook, said)  # a run of envs 1.. (actions from 1)
-            assert sorted([k for k, _ in said] + [k for k, _, _ in reported]) == list(range(1, n))  # once each
+            infos = envs.step(actions[1:], list(range(1, n)), None, ks, hook)  # a run of envs 1..
+            said = [(k, infos[k - 1]) for k in ks]
+            assert sorted(ks + [k for k, _, _ in reported]) == list(range(1, n))  # once each
             buffers = envs.buffers
             trace.append((said, list(reported), [dict(info) for info in envs.reset_infos], buffers.obs.copy(),
                           buffers.rewards.copy(), buffers.dones.copy(), buffers.terminal_obs.copy(),
@@ -163,18 +164,18 @@ def test_step_run_reports_each_env_with_nothing_to_say_and_keeps_the_others_as_t
 
 
 def test_the_c_loop_reports_through_a_c_hook_as_through_a_python_one():
-    from vec_envs.subproc.shared import _lanes_kernel  # the lanes kernel makes the C hook
+    from vec_envs.subproc import _lanes_kernel  # the lanes kernel makes the C hook
 
     n = 3
     answered, values = np.zeros(n, np.int64), np.full(n, 7 << 1, np.int64)
     rows = np.zeros((2, 8), np.int64)  # one worker's row, then the parent's
-    hook = DoneHook(lambda k: None, _lanes_kernel.answerer(answered, values, rows, 0, -1, 1, 0, 1))
+    hook = (lambda k: None, _lanes_kernel.answerer(answered, values, rows, 0, -1, 1, 0, 1))
     envs = EnvSlice([lambda: ScriptedEnv(["quiet"]), lambda: ScriptedEnv(["info"]), lambda: ScriptedEnv(["quiet"])])
     envs.attach(BatchBuffers.allocate(SPACE, n, terminal=True))
     envs.reset()
     said: list = []
-    envs.step_run([0, 0, 0], 0, 0, n, hook, said)
-    assert [k for k, _ in said] == [1]  # env 1 said {"t": ...}: not answered here
+    envs.step([0, 0, 0], [0, 1, 2], None, said, hook)
+    assert said == [1]  # env 1 said {"t": ...}: not answered here
     assert answered.tolist() == [7 << 1, 0, 7 << 1]
     assert rows[0, 1] == 2  # two answers counted
 
@@ -183,9 +184,9 @@ def test_the_c_loop_refuses_a_hook_it_cannot_call():
     envs = EnvSlice([lambda: ScriptedEnv(["quiet"])] * 2)
     envs.reset()
     with pytest.raises(TypeError, match="on_done must be None, a callable or an on_done capsule"):
-        env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], 5, [])
+        env_slice._kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], 5, [])
     with pytest.raises(TypeError, match="on_done and said"):
-        env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], lambda k: None)
+        env_slice._kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [], lambda k: None)
 
 
 def test_an_env_that_empties_the_slice_mid_loop_is_an_index_error_not_a_crash():
@@ -196,7 +197,7 @@ def test_an_env_that_empties_the_slice_mid_loop_is_an_index_error_not_a_crash():
 
     envs = EnvSlice([lambda: Emptying(["quiet"]), lambda: ScriptedEnv(["quiet"])])
     envs.reset()
-    k, result, error, resetting, _ = env_slice._step_kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [])
+    k, result, error, resetting, _ = env_slice._kernel.step_quiet(envs._rows, [0, 0], 0, 0, 2, [])
     assert (k, result, resetting) == (1, None, False)  # env 1's call failed, as any env failure
     assert isinstance(error, IndexError) and "env 1 is gone from the slice's list" in str(error)
 
@@ -246,7 +247,7 @@ class Raising(ScriptedEnv):
 @pytest.mark.parametrize("with_kernel", [True, False], ids=["C loop", "Python loop"])
 def test_an_exception_in_step_names_the_env_and_chains_the_cause(with_kernel, monkeypatch):
     if not with_kernel:
-        monkeypatch.setattr(env_slice, "_step_kernel", None)
+        monkeypatch.setattr(env_slice, "_kernel", None)
     envs = EnvSlice([lambda: ScriptedEnv(["quiet"]), lambda: Raising(ValueError("boom"))], first_index=7)
     envs.reset()
     envs.step([0, 0])
@@ -268,7 +269,7 @@ class RaisingReset(ScriptedEnv):
 @pytest.mark.parametrize("with_kernel", [True, False], ids=["C loop", "Python loop"])
 def test_an_exception_in_the_reset_after_an_episode_end_names_the_env_and_reset(with_kernel, monkeypatch):
     if not with_kernel:
-        monkeypatch.setattr(env_slice, "_step_kernel", None)
+        monkeypatch.setattr(env_slice, "_kernel", None)
     envs = EnvSlice([lambda: ScriptedEnv(["quiet"]), lambda: RaisingReset(["terminated"])], first_index=3)
     envs.attach(BatchBuffers.allocate(SPACE, 2, terminal=True))
     envs.reset()
@@ -281,7 +282,7 @@ def test_an_exception_in_the_reset_after_an_episode_end_names_the_env_and_reset(
 @pytest.mark.parametrize("with_kernel", [True, False], ids=["C loop", "Python loop"])
 def test_a_keyboard_interrupt_in_step_goes_up_as_it_is(with_kernel, monkeypatch):
     if not with_kernel:
-        monkeypatch.setattr(env_slice, "_step_kernel", None)
+        monkeypatch.setattr(env_slice, "_kernel", None)
     envs = EnvSlice([lambda: Raising(KeyboardInterrupt())])
     envs.reset()
     envs.step([0])
@@ -316,7 +317,7 @@ def test_the_running_slot_names_the_env_being_stepped_and_is_cleared_after():
 
 
 def test_the_c_loop_refuses_rows_it_cannot_write():
-    kernel = env_slice._step_kernel
+    kernel = env_slice._kernel
     envs = [ScriptedEnv(["quiet"])]
     obs, rewards, dones = np.zeros((1, 3), np.float32), np.zeros(1, np.float32), np.zeros(1, np.bool_)
 

@@ -1,5 +1,5 @@
-"""Waking: the parent sleeping on its workers' answers is woken by them, and sleeping
-workers by one ring of the bell they share, never by naps (``shared/wake.py``)."""
+"""Waking: the parent sleeping on its workers' answers is woken by them, and a sleeping
+worker by its own bell when it is asked for envs, never by naps (``subproc/doorbell.py``)."""
 from __future__ import annotations
 
 import functools
@@ -17,13 +17,9 @@ import pytest
 from tests.faulty_envs import SlowStepEnv
 from tests.helpers import fns_with
 from vec_envs import SubprocVecEnv
-from vec_envs.subproc.parent import waiting
-from vec_envs.subproc.parent.lanes import WorkerBell
-from vec_envs.subproc.parent.waiting import ParentSleep, Waiting, WakeFd
-from vec_envs.subproc.shared.control_block import ControlBlock, ParentColumn
-from vec_envs.subproc.shared.spin import Spin
-from vec_envs.subproc.shared.wake import readable
-from vec_envs.subproc.worker.lanes import WorkerLanes
+from vec_envs.subproc import doorbell
+from vec_envs.subproc.doorbell import Doorbell, Spin, readable
+from vec_envs.subproc.lanes import ParentLanes, WorkerLanes, words
 
 STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
 NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show
@@ -34,7 +30,7 @@ PAUSE_S = 0.02  # between steps: long enough for every worker to go to sleep
 def no_fallback(monkeypatch):
     """The parent's naps last a minute: only the workers' writes can end them in time;
     returns the WAKE messages sent through the pipes (a ring lost would need them)."""
-    monkeypatch.setattr(waiting, "FALLBACK_S", NEVER_S)
+    monkeypatch.setattr(doorbell, "FALLBACK_S", NEVER_S)
     sent: list[list[int]] = []
     wake = SubprocVecEnv._wake_by_pipe
 
@@ -46,10 +42,10 @@ def no_fallback(monkeypatch):
     return sent
 
 
-def _sleep(venv: SubprocVecEnv) -> ParentSleep:
-    if type(venv.requests).__name__ != "LaneRequests" or venv.requests.waiting.sleep is None:
+def _sleep(venv: SubprocVecEnv) -> Doorbell:
+    if type(venv.scheduler).__name__ != "LaneScheduler" or venv.scheduler.doorbell.wake_fd < 0:
         pytest.skip("no env lanes or no wake fd here")
-    return venv.requests.waiting.sleep
+    return venv.scheduler.doorbell
 
 
 @pytest.mark.timeout(30)  # a wake-up lost would sleep NEVER_S
@@ -80,35 +76,38 @@ def test_step_waiting_on_the_lanes_is_woken_by_the_answers(no_fallback, closing)
 
 @pytest.mark.timeout(30)  # a total out of reach would sleep NEVER_S
 def test_an_answer_counted_between_the_look_and_the_sleep_leaves_the_total_in_reach():
-    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=2), np.int64), n=2, workers=2)
-    fd = WakeFd()
+    block = np.zeros(words(2, workers=2), np.int64)
+    bell = Doorbell(2)
     try:
-        sleep = ParentSleep(block, fd)
-        first, second = WorkerLanes(block, 0, 0, 1, fd.write_fd), WorkerLanes(block, 1, 1, 2, fd.write_fd)
-        total = int(block.worker_rows[:, 1].sum()) + 2  # the parent's look: it waits for both workers
+        parent = ParentLanes(block, 2, 2)
+        first = WorkerLanes(block, 2, 2, 0, 0, 1, bell.wake_write)
+        second = WorkerLanes(block, 2, 2, 1, 1, 2, bell.wake_write)
+        total = sum(parent.counts) + 2  # the parent's look: it waits for both workers
         first.answer(0, False)  # answered before the sleep begins
-        sleep.sleep(lambda: second.answer(0, False) and False, sleep.poller([]), NEVER_S, total)
-        assert (sleep.wakes, sleep.naps) == (1, 0)  # the second answer made the total and wrote
+        bell._poller = select.poll()
+        bell._poller.register(bell.wake_fd, select.POLLIN)
+        bell._sleep(lambda: second.answer(0, False) and False, parent.parent_row, NEVER_S, total)  # its last look
+        assert (bell.wakes, bell.naps) == (1, 0)  # the second answer made the total and wrote
     finally:
-        fd.close()
+        bell.close()
 
 
 def test_a_wait_with_no_answer_naps_and_wakes_the_sleepers_through_their_pipes():
-    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
-    fd = WakeFd()
+    block = np.zeros(words(2, workers=1), np.int64)
+    bell = Doorbell(1)
     try:
-        sleep, woken = ParentSleep(block, fd), []
-        done = Waiting(block, Spin(False), sleep).until(lambda: False, 1, (), lambda: woken.append(1),
-                                                        time.monotonic() + 0.05)
-        assert done == [] and sleep.naps >= 1 and woken  # nobody answered: the fallback, and a WAKE
+        parent, woken = ParentLanes(block, 2, 1), []
+        done = bell.wait(lambda: False, 1, parent.counts, parent.parent_row, Spin(False), (),
+                         lambda: woken.append(1), time.monotonic() + 0.05)
+        assert done == [] and bell.naps >= 1 and woken  # nobody answered: the fallback, and a WAKE
     finally:
-        fd.close()
+        bell.close()
 
 
 def _venv(closing, **options) -> SubprocVecEnv:
     venv = closing(SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 6, in_series=2, step_in_parent=False,
                                  **options))
-    if venv._bell is None:
+    if venv._doorbell is None or not venv._doorbell.bells:
         pytest.skip("no eventfd here: workers are woken by WAKE messages")
     return venv
 
@@ -120,41 +119,50 @@ def _all_asleep(venv: SubprocVecEnv) -> bool:
     return all(venv._lanes.sleeping(w) for w in range(len(venv.workers)))
 
 
+def _woken(venv: SubprocVecEnv) -> list[list[int]]:
+    """The workers each request of the lanes wakes, recorded."""
+    woken: list[list[int]] = []
+    ring = venv._lanes.wake
+    venv._lanes.wake = lambda workers: (woken.append(list(workers)), ring(workers))  # type: ignore[assignment]
+    return woken
+
+
 @pytest.mark.timeout(30)
-def test_lock_step_rings_once_for_all_sleeping_workers(no_fallback, closing):
+def test_lock_step_rings_the_bell_of_every_sleeping_worker(no_fallback, closing):
     venv = _venv(closing)
     venv.reset()
+    woken = _woken(venv)
     for _ in range(5):
         assert _all_asleep(venv)
-        rings = int(venv._lanes.block.parent_row[ParentColumn.RINGS])
         venv.step(np.zeros(6, np.int64))
-        assert int(venv._lanes.block.parent_row[ParentColumn.RINGS]) == rings + 1
+    assert woken == [[0, 1, 2]] * 5
     assert no_fallback == []
 
 
 @pytest.mark.timeout(30)
 def test_recv_send_rings_the_bell_for_sleeping_workers(no_fallback, closing):
-    venv = _venv(closing, batch_size=6)
+    venv = _venv(closing, batch_size=2)
     venv.async_reset()
-    env_ids = venv.recv()[4]
-    for _ in range(5):
+    for _ in range(3):
+        venv.recv()
+    woken = _woken(venv)
+    for w in (2, 0, 1):  # the two envs of worker w: only its bell rings
         assert _all_asleep(venv)
-        venv.send(np.zeros(6, np.int64), env_ids)
+        venv.send(np.zeros(2, np.int64), np.array([2 * w, 2 * w + 1]))
         env_ids = venv.recv()[4]
-        assert sorted(env_ids.tolist()) == list(range(6))
+        assert sorted(env_ids.tolist()) == [2 * w, 2 * w + 1]
+    assert woken == [[2], [0], [1]]
     assert no_fallback == []
 
 
-def test_a_ring_quiets_the_fd_of_the_next_ring_before_it_counts():
-    block = ControlBlock(np.zeros(ControlBlock.words(2, workers=1), np.int64), n=2, workers=1)
-    bell = WorkerBell(block.parent_row)
+def test_a_bell_rings_for_its_worker_alone_until_it_is_read():
+    bell = Doorbell(3)
     try:
-        for _ in range(2 * len(bell.fds)):
-            bell.ring()
-            rings = int(block.parent_row[ParentColumn.RINGS])
-            up = [readable(fd) for fd in bell.fds]
-            assert up[rings % len(bell.fds)]  # a worker that read rings - 1 wakes
-            assert not up[(rings + 1) % len(bell.fds)]  # one that read rings sleeps on
+        bell.ring([1])
+        bell.ring([1, 2])  # rung twice: one read quiets it
+        assert [readable(fd) for fd in bell.bells] == [False, True, True]
+        os.read(bell.bells[1], 8)
+        assert [readable(fd) for fd in bell.bells] == [False, False, True]
     finally:
         bell.close()
 
@@ -167,7 +175,7 @@ def test_close_wakes_the_workers_that_missed_their_ring(no_fallback, closing, mo
     venv.async_reset()
     env_ids = venv.recv()[4]
     assert _all_asleep(venv)
-    monkeypatch.setattr(WorkerBell, "ring", lambda self: None)  # every ring missed
+    monkeypatch.setattr(venv._lanes, "wake", lambda workers: None)  # every ring missed
     venv.send(np.zeros(6, np.int64), env_ids)
     start = time.monotonic()
     with warnings.catch_warnings():
@@ -193,12 +201,12 @@ def test_no_descriptor_outlives_close_or_a_restart():
 
 
 def test_the_wake_fd_reads_back_every_write():
-    fd = WakeFd()
+    bell = Doorbell(1)
     try:
-        os.write(fd.write_fd, (1).to_bytes(8, "little"))
-        assert select.select([fd.read_fd], [], [], 0)[0]
+        os.write(bell.wake_write, (1).to_bytes(8, "little"))
+        assert select.select([bell.wake_fd], [], [], 0)[0]
     finally:
-        fd.close()
+        bell.close()
 
 
 def test_the_parent_watches_the_exit_of_a_worker_a_reset_replaced():
@@ -219,4 +227,4 @@ def test_the_parent_watches_the_exit_of_a_worker_a_reset_replaced():
                 venv.step(np.zeros(2, np.int64))
         venv.reset()
         assert venv.workers[0].process.pid != old
-        assert venv.requests._sentinels == tuple(w.process.sentinel for w in venv.workers)
+        assert venv.scheduler._sentinels == tuple(w.process.sentinel for w in venv.workers)

@@ -1,5 +1,5 @@
 """The worker protocol on its own: typed replies, unknown commands, numbered replies,
-transport-freedom, the messenger's errors and the restart policy."""
+transport-freedom, a failure's error in the parent and the restart limit."""
 from __future__ import annotations
 
 import ast
@@ -10,28 +10,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.envs import QuietEnv
+from vec_envs import SubprocVecEnv
 from vec_envs.errors import EnvWorkerError
-from vec_envs.subproc.parent.worker_process import WorkerProcess
-from vec_envs.subproc.shared.messages import AttachSharedRequest, EnvMessages, PipeCommand, Reply
-from vec_envs.subproc.worker.serving import ProcessSliceServer
-from vec_envs.workers.local_worker import LocalWorker
-from vec_envs.workers.messenger import Messenger
-from vec_envs.workers.protocol import (
-    Command,
-    EnvMethodRequest,
-    GetAttrRequest,
-    Outcome,
-    ResetOneReply,
-    ResetOneRequest,
-    ResetReply,
-    ResetRequest,
-    SpacesReply,
-    StepReply,
-    StepRequest,
-    WorkerFailure,
-)
-from vec_envs.workers.restart_policy import RestartPolicy
-from vec_envs.workers.slice_server import SliceServer
+from vec_envs.spaces.batching import BatchBuffers
+from vec_envs.subproc.process import WorkerProcess
+from vec_envs.workers.env_slice import EnvSlice, with_terminal
+from vec_envs.workers.wire import Answers, Command, EnvCall, Reply, Reset, Spaces, Step, WorkerFailure, serve
+from vec_envs.workers.worker import LocalWorker, replies
 
 
 def cartpoles(n: int = 2) -> list:
@@ -39,39 +25,35 @@ def cartpoles(n: int = 2) -> list:
 
 
 def test_every_command_gets_its_typed_reply():
-    server = SliceServer(cartpoles(), first_index=3)
-    assert isinstance(server.handle(Command.GET_SPACES, None).value, SpacesReply)
-    reset = server.handle(Command.RESET, ResetRequest([7, 8])).value
-    assert isinstance(reset, ResetReply)
-    assert reset.arrays.obs.shape == (2, 4)
-    step = server.handle(Command.STEP, StepRequest([1, 0], np.array([0, 1]))).value
-    assert isinstance(step, StepReply)
-    assert step.arrays.rewards.tolist() == [1.0, 1.0]
-    assert step.arrays.obs.shape == (2, 4)  # the rows of envs 1 and 0, in that order
-    one = server.handle(Command.RESET_ONE, ResetOneRequest(1, 8)).value
-    assert isinstance(one, ResetOneReply)
-    assert np.array_equal(one.obs, reset.arrays.obs[1])
-    assert server.handle(Command.GET_ATTR, GetAttrRequest("spec", [0])).value[0].id == "CartPole-v1"
-    assert server.handle(Command.CLOSE, None).ok
+    envs = EnvSlice(cartpoles(), first_index=3)
+    assert isinstance(serve(envs, Command.SPACES, None), Spaces)
+    reset = serve(envs, Command.RESET, Reset([0, 1], [7, 8], None))
+    assert isinstance(reset, Answers)
+    assert reset.envs == [3, 4] and reset.obs.shape == (2, 4)
+    step = serve(envs, Command.STEP, Step([1, 0], np.array([0, 1])))
+    assert isinstance(step, Answers)
+    assert step.envs == [4, 3] and step.rewards.tolist() == [1.0, 1.0]
+    assert step.obs.shape == (2, 4)  # the rows of envs 1 and 0, in that order
+    ((obs, info),) = serve(envs, Command.ENV_CALL, EnvCall("reset_one", [1], per_env=[(8, None)]))
+    assert np.array_equal(obs, reset.obs[1]) and info == {}
+    assert serve(envs, Command.ENV_CALL, EnvCall("get_attr", [0], ("spec",)))[0].id == "CartPole-v1"
+    assert serve(envs, Command.CLOSE, None) is None
 
 
 def test_a_failure_names_the_global_env_index_and_the_method():
-    server = SliceServer(cartpoles(), first_index=3)
-    outcome = server.handle(Command.ENV_METHOD, EnvMethodRequest("no_such_method", (), {}, [1]))
-    assert not outcome.ok
-    assert isinstance(outcome.value, WorkerFailure)
-    assert (outcome.value.env_index, outcome.value.method) == (4, "no_such_method")
-    assert "AttributeError" in outcome.value.summary
-    assert "Traceback" in outcome.value.traceback
+    worker = LocalWorker(0, cartpoles(), 3, 5)
+    worker.send(Command.ENV_CALL, EnvCall("env_method", [1], ("no_such_method", (), {})))
+    reply = worker.recv()
+    assert not reply.ok
+    assert isinstance(reply.value, WorkerFailure)
+    assert (reply.value.env_index, reply.value.method) == (4, "no_such_method")
+    assert "AttributeError" in reply.value.summary
+    assert "Traceback" in reply.value.traceback
 
 
 def test_unknown_command_is_an_error_listing_the_valid_ones():
-    outcome = SliceServer(cartpoles(1), 0).handle(99, None)
-    assert not outcome.ok
-    assert "unknown command 99; valid: GET_SPACES=1, RESET=2, STEP=3" in outcome.value.summary
-    # ATTACH_SHARED is the subprocess transport's: the plain server does not know it
-    assert "unknown command" in SliceServer(cartpoles(1), 0).handle(PipeCommand.ATTACH_SHARED, None).value.summary
-    assert "ATTACH_SHARED=101" in ProcessSliceServer(cartpoles(1), 0, None).handle(99, None).value.summary
+    with pytest.raises(ValueError, match="unknown command 99; valid: SPACES=1, RESET=2, STEP=3"):
+        serve(EnvSlice(cartpoles(1)), 99, None)
 
 
 def test_unknown_command_through_a_worker_process_is_answered():
@@ -79,7 +61,7 @@ def test_unknown_command_through_a_worker_process_is_answered():
     try:
         worker.send(99, None)
         assert WorkerProcess.wait([worker], 60.0) == [worker]
-        ok, failure = worker.recv()
+        _, ok, failure = worker.recv()
         assert not ok
         assert "unknown command 99; valid:" in failure.summary
         worker.send(Command.CLOSE, None)
@@ -93,98 +75,87 @@ def test_unknown_command_through_a_worker_process_is_answered():
 def test_a_reply_to_a_request_given_up_on_is_dropped_not_read_as_the_next_ones():
     """Each request is numbered and its reply carries the number: a late reply (a timeout,
     a Ctrl-C) and the lanes' messages of a round given up on are dropped."""
-    parent_end, worker_end = mp.Pipe(duplex=True)
-    worker = WorkerProcess.__new__(WorkerProcess)  # the pipe end alone: no process behind it
-    worker.conn, worker.broken, worker._seq, worker._awaited = parent_end, False, 0, 0
+    worker = WorkerProcess(mp.get_context("spawn"), 0, cartpoles(1), 0, 1)
     try:
-        worker.send(Command.GET_ATTR, GetAttrRequest("spec", [0]))  # given up on
-        worker.send(Command.GET_SPACES, None)
-        assert [worker_end.recv().seq for _ in range(2)] == [1, 2]
-        worker_end.send(Reply(1, Outcome(True, ["stale"])))
-        worker_end.send(EnvMessages([0], [5], [{}], [None], None))
-        worker_end.send(Reply(2, Outcome(True, "spaces")))
-        assert worker.recv() == Outcome(True, "spaces")
+        worker.send(Command.ENV_CALL, EnvCall("get_attr", [0], ("spec",)))  # given up on
+        worker.send(Command.SPACES, None)
+        assert WorkerProcess.wait([worker], 60.0) == [worker]
+        reply = worker.recv()
+        assert reply.seq == 2 and isinstance(reply.value, Spaces)
     finally:
-        parent_end.close()
-        worker_end.close()
+        worker.kill()
 
 
-def test_spaces_know_no_transport():
-    """The shared region lays out the batch buffers; a transport's control block is its own."""
+def test_the_worker_protocol_imports_no_transport():
     from vec_envs.spaces import shared_memory
+    from vec_envs.workers import wire
 
-    tree = ast.parse(Path(shared_memory.__file__).read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not [m for m in imported if m and m.startswith(("vec_envs.subproc", "vec_envs.workers", "vec_envs.ray"))]
-
-
-def test_protocol_imports_no_transport():
-    from vec_envs.workers import protocol
-
-    tree = ast.parse(Path(protocol.__file__).read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert not [m for m in imported if m and (m.startswith(("vec_envs.subproc", "vec_envs.ray"))
-                                              or m == "vec_envs.spaces.shared_memory")]
-    assert not {"ATTACH_SHARED", "ASYNC_RESET", "WAKE"} & set(Command.__members__)  # a transport's own commands
+    for module in (wire, shared_memory):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert not [m for m in imported if m and m.startswith(("vec_envs.subproc", "vec_envs.ray"))]
 
 
-def test_messenger_raises_the_remote_failure_with_env_and_traceback():
-    messenger = Messenger("Example", [LocalWorker(0, cartpoles(), 5, 7)], LocalWorker)
-    with pytest.raises(EnvWorkerError, match=r"env 6 \(worker 0\) raised in get_attr\(\): AttributeError") as info:
-        messenger.round_trip(0, Command.GET_ATTR, GetAttrRequest("nope", [1]), None, "get_attr", list)
-    assert (info.value.env_index, info.value.worker_index, info.value.method) == (6, 0, "get_attr")
+def test_a_remote_failure_is_raised_with_its_env_and_traceback(closing):
+    venv = closing(SubprocVecEnv(cartpoles(4), in_series=2, step_in_parent=False))
+    with pytest.raises(EnvWorkerError, match=r"env 3 \(worker 1\) raised in get_attr\(\): AttributeError") as info:
+        venv.get_attr("nope", [3])
+    assert (info.value.env_index, info.value.worker_index, info.value.method) == (3, 1, "get_attr")
     assert "Traceback" in info.value.remote_traceback
-    assert messenger.broadcast(Command.CLOSE, "close", None, type(None)) == [None]
 
 
-def test_restart_policy():
+def test_restarts_stop_at_max_restarts(closing):
+    from tests.helpers import fns_with
+
     with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'restart'\), received 'retry'"):
-        RestartPolicy("retry", 3)
-    error = EnvWorkerError("env 2 (worker 1) raised in step(): boom", env_index=2, worker_index=1, method="step")
-    with pytest.raises(EnvWorkerError, match="^env 2 \\(worker 1\\) raised in step\\(\\): boom$"):
-        RestartPolicy("raise", 3).admit(error, "step")
-    policy = RestartPolicy("restart", 2)
-    policy.admit(error, "step")
-    policy.admit(error, "step")
-    with pytest.raises(EnvWorkerError, match=r"boom \(max_restarts=2 reached\)") as info:
-        policy.admit(error, "reset")
-    assert policy.restarts == 2
-    assert info.value.method == "reset"
-    assert info.value.__cause__ is error
+        SubprocVecEnv(cartpoles(), on_error="retry")
+    venv = closing(SubprocVecEnv(fns_with("kill", after=2), in_series=2, on_error="restart", max_restarts=1))
+    venv.reset()
+    with pytest.warns(RuntimeWarning, match=r"replaced, its envs \[2, 3\] start anew \(restart 1 of 1\)"):
+        for _ in range(3):
+            venv.step(np.zeros(4, np.int64))
+    assert venv.restarts == 1
+    with pytest.raises(EnvWorkerError, match=r"\(max_restarts=1 reached\)") as info:
+        for _ in range(3):
+            venv.step(np.zeros(4, np.int64))
+    assert isinstance(info.value.__cause__, EnvWorkerError)
 
 
 def test_an_episode_end_in_shared_memory_needs_no_message():
-    """With terminal rows (shared memory), an env that ends with an empty info leaves the
-    reply empty: its last observation and TimeLimit.truncated wait in the terminal rows,
-    and a non-empty reset info still travels."""
-    from tests.envs import QuietEnv
-    from vec_envs.spaces.shared_memory import SharedBuffers
-    from vec_envs.stepping.ended_infos import with_terminal
+    """With terminal rows (shared memory), an env that ends with an empty info says nothing:
+    its last observation and TimeLimit.truncated wait in the terminal rows, and a
+    non-empty reset info still travels."""
+    envs = EnvSlice([lambda: QuietEnv(length=2, truncate=True), lambda: QuietEnv(length=3)])
+    buffers = BatchBuffers.allocate(envs.observation_space, 2, terminal=True)
+    envs.attach(buffers)
+    both = Step([0, 1], [0, 0])
+    quiet = Answers([0, 1], None, [{}, {}], [None, None], None)
+    serve(envs, Command.RESET, Reset([0, 1], [1, 2], None), shared=True)
+    assert serve(envs, Command.STEP, both, shared=True) == quiet
+    last = buffers.obs[0].copy()
+    # env 0 truncates now; its reset (the 2nd) gives an empty reset info: nothing to say
+    assert serve(envs, Command.STEP, both._replace(actions=[1, 1]), shared=True) == \
+        quiet._replace(reset_infos=[{}, None])
+    ended = with_terminal(buffers, 0, {})
+    assert buffers.dones.tolist() == [True, False]
+    assert ended["TimeLimit.truncated"] is True
+    assert not np.array_equal(ended["terminal_observation"], last)
+    assert np.array_equal(ended["terminal_observation"], buffers.terminal_obs[0])
+    reply = serve(envs, Command.STEP, both._replace(actions=[0, 2]), shared=True)  # env 1 terminates
+    assert reply.infos == [{}, {}] and buffers.dones.tolist() == [False, True]
+    assert with_terminal(buffers, 1, {})["TimeLimit.truncated"] is False
+    reply = serve(envs, Command.STEP, both, shared=True)  # env 0 ends again: its 3rd reset info is not empty
+    assert reply.infos == [{}, {}]
+    assert reply.reset_infos == [{"reset_count": 3}, None]
+    envs.close()
 
-    shared = SharedBuffers(gym.spaces.Box(-1.0, 1.0, (3,), np.float32), gym.spaces.Discrete(3), 2)
-    server = ProcessSliceServer([lambda: QuietEnv(length=2, truncate=True), lambda: QuietEnv(length=3)], 0, None)
-    both = StepRequest([0, 1], [0, 0])
-    try:
-        request = AttachSharedRequest(shared.space, shared.action_space, 2, 0, shared.size, 0, shared.fd)
-        assert server.handle(PipeCommand.ATTACH_SHARED, request).ok
-        server.handle(Command.RESET, ResetRequest([1, 2]))
-        assert server.handle(Command.STEP, both).value == StepReply({}, {}, None)
-        last = shared.buffers.obs[0].copy()
-        # env 0 truncates now; its reset (the 2nd) gives an empty reset info: nothing to say
-        assert server.handle(Command.STEP, both._replace(actions=[1, 1])).value == StepReply({}, {}, None)
-        ended = with_terminal(shared.buffers, 0, {})
-        assert shared.buffers.dones.tolist() == [True, False]
-        assert ended["TimeLimit.truncated"] is True
-        assert not np.array_equal(ended["terminal_observation"], last)
-        assert np.array_equal(ended["terminal_observation"], shared.buffers.terminal_obs[0])
-        reply = server.handle(Command.STEP, both._replace(actions=[0, 2])).value  # env 1 terminates
-        assert reply == StepReply({}, {}, None)
-        assert shared.buffers.dones.tolist() == [False, True]
-        assert with_terminal(shared.buffers, 1, {})["TimeLimit.truncated"] is False
-        reply = server.handle(Command.STEP, both).value  # env 0 ends again: its 3rd reset info is not empty
-        assert reply.infos == {}
-        assert reply.reset_infos == {0: {"reset_count": 3}}
-    finally:
-        server.handle(Command.CLOSE, None)
-        shared.close()
+
+def test_replies_of_a_local_worker_run_its_requests_when_read():
+    worker = LocalWorker(0, cartpoles(), 0, 2)
+    worker.send(Command.SPACES, None)
+    assert worker.awaiting
+    got = replies([worker], None)
+    assert isinstance(got[0], Reply) and got[0].value.observation_space.shape == (4,)
+    assert not worker.awaiting
+    worker.kill()

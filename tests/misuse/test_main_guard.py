@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from vec_envs.subproc.parent.main_guard import check_main_guard
+from vec_envs.subproc.main_guard import check_main_guard
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = """\

@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "vec_envs", "wrappers")
-KERNELS = ("vec_envs.wrappers._rms_kernel", "vec_envs.stepping._step_kernel", "vec_envs.subproc.shared._lanes_kernel")
+KERNELS = ("vec_envs.wrappers._rms_kernel", "vec_envs.workers._step_kernel", "vec_envs.subproc._lanes_kernel")
 LOGGING_CC = '#!/bin/sh\necho "$@" >> "{log}"\nexec {cc} "$@"\n'
 PICKY_CC = ('#!/bin/sh\nfor arg; do case "$arg" in -ffp-contract=*|-fno-math-errno) '
             'echo "picky-cc: unknown option $arg" >&2; exit 1;; esac; done\nexec {cc} "$@"\n')
@@ -74,7 +74,7 @@ def test_gcc_and_clang_get_the_kernels_flags(tmp_path):
     assert built(src) == list(KERNELS)
     (rms,) = compile_lines(tmp_path / "cc.log", "wrappers/_rms_kernel.c")
     assert rms.endswith("-O3 -fno-math-errno -ffp-contract=off"), rms
-    (step,) = compile_lines(tmp_path / "cc.log", "vec_envs/stepping/_step_kernel.c")
+    (step,) = compile_lines(tmp_path / "cc.log", "vec_envs/workers/_step_kernel.c")
     assert step.endswith("-O2"), step
     assert "WARNING" not in done.stderr
 

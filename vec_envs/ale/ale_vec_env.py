@@ -21,8 +21,7 @@ from gymnasium import spaces
 from vec_envs.ale.ale_options import AtariOptions
 from vec_envs.ale.episode_tracker import INFO_KEYS, EpisodeTracker
 from vec_envs.ale.games import import_ale, resolve_game
-from vec_envs.arguments import check_int, check_timeout, resolve_autoreset_mode
-from vec_envs.async_envs import check_batch_size
+from vec_envs.arguments import check_batch_size, check_int, check_timeout, resolve_autoreset_mode
 from vec_envs.autoreset import AutoresetMode
 from vec_envs.errors import EngineLimitError, EnvTimeoutError
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvStepReturn

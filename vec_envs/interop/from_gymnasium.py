@@ -11,8 +11,8 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 from vec_envs.arguments import resolve_autoreset_mode
 from vec_envs.autoreset import mode_name
 from vec_envs.interop.infos import split_infos
+from vec_envs.interop.single_env import env_attr, is_wrapped
 from vec_envs.spaces.batching import copy_obs, get_row, slice_batch, take_rows, write_rows
-from vec_envs.stepping.env_slice import env_attr, is_wrapped
 from vec_envs.types import Info, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 

@@ -28,6 +28,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from vec_envs.errors import own_check
+
 __all__ = ["ParallelEnvAdapter", "ROW_SPACES", "STATUS_COLUMNS", "REWARD", "DONE", "TRUNCATED", "ACTIVE",
            "check_parallel_env"]
 
@@ -58,7 +60,7 @@ def check_parallel_env(env: Any) -> None:
     if isinstance(env, ParallelEnv):
         return
     fix = AEC_FIX if isinstance(env, AECEnv) else ""
-    raise TypeError(NOT_PARALLEL.format(what=f"a {type(env).__name__}", fix=fix))
+    raise own_check(TypeError(NOT_PARALLEL.format(what=f"a {type(env).__name__}", fix=fix)))
 
 
 def _common_space(env: Any, kind: str) -> spaces.Space:
@@ -70,10 +72,10 @@ def _common_space(env: Any, kind: str) -> spaces.Space:
     for agent in env.possible_agents:
         space = get(agent)
         if space != expected:
-            raise ValueError(SPACES_DIFFER.format(kind=kind, agent=agent, space=space, first=first,
-                                                  expected=expected))
+            raise own_check(ValueError(SPACES_DIFFER.format(kind=kind, agent=agent, space=space, first=first,
+                                                            expected=expected)))
     if not isinstance(expected, ROW_SPACES):
-        raise ValueError(NOT_A_ROW.format(agent=first, kind=kind, space=expected))
+        raise own_check(ValueError(NOT_A_ROW.format(agent=first, kind=kind, space=expected)))
     return expected
 
 

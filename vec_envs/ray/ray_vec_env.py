@@ -109,6 +109,7 @@ class RayVecEnv(WorkerVecEnv):
     """
 
     _worker_class: type[RayWorker]
+    start_timeout_s = property(lambda self: ACTOR_START_TIMEOUT_S)  # an actor may wait for a node, an autoscaler
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = 1, address: str | None = None,
                  num_cpus_per_worker: float | None = None, resources_per_worker: Mapping[str, float] | None = None,
@@ -162,10 +163,7 @@ class RayVecEnv(WorkerVecEnv):
         here = self._ray.get_runtime_context().get_node_id()
         return NodeAffinitySchedulingStrategy(node_id=here, soft=True)
 
-    def _start_timeout(self) -> float | None:
-        """New actors get at least ``ACTOR_START_TIMEOUT_S``: starting one takes seconds."""
-        return None if self.timeout is None else max(self.timeout, ACTOR_START_TIMEOUT_S)
-
-    def _start_worker(self, index: int, first: int, stop: int) -> RayWorker:
+    def _start_worker(self, w: int, first: int, stop: int, pending: bool) -> RayWorker:
         self._connect()
-        return self._worker_class(index, self._env_fns[first:stop], first, stop, self._actor_options())
+        return self._worker_class(w, self._env_fns[first:stop], first, stop, self._actor_options(), self._deferred,
+                                  pending)

@@ -18,35 +18,43 @@ from ray.exceptions import RayError, RayTaskError
 
 from vec_envs.spaces.nested import map_leaves
 from vec_envs.types import EnvFn
-from vec_envs.workers.protocol import Command, Outcome, WorkerFailure
-from vec_envs.workers.slice_server import SliceServer
+from vec_envs.workers.env_slice import EnvSlice
+from vec_envs.workers.wire import Command, Reply, Request, WorkerFailure, serve, unpicklable
 from vec_envs.workers.worker import Worker, WorkerDied
 
 __all__ = ["RayWorker", "SliceActor"]
 
 
 class SliceActor:
-    """What runs inside the Ray actor: a ``SliceServer`` over envs built from their factories.
+    """What runs inside the Ray actor: an ``EnvSlice`` built from the factories, serving
+    the requests of the worker protocol (``wire.serve``).
 
     The factories come as cloudpickle bytes, so that one that cannot be unpickled on this
-    node (its module is not installed there) is reported like any env failure.
+    node (its module is not installed there) is reported like any env failure; a reply
+    that cannot be pickled becomes a failure naming the info to blame.
     """
 
-    def __init__(self, pickled_env_fns: bytes, first_index: int) -> None:
-        self.server: SliceServer | None = None
+    def __init__(self, pickled_env_fns: bytes, first_index: int, deferred: bool, pending: bool) -> None:
+        self.envs: EnvSlice | None = None
         self.failure: WorkerFailure | None = None
         try:
-            env_fns = cloudpickle.loads(pickled_env_fns)
+            self.envs = EnvSlice(cloudpickle.loads(pickled_env_fns), first_index, deferred, pending)
         except Exception as exc:
-            self.failure = WorkerFailure.from_exception(exc, "__init__")
-        else:
-            self.server = SliceServer(env_fns, first_index)
+            self.failure = WorkerFailure.of(exc, "__init__")
 
-    def handle(self, command: int, payload: Any) -> Outcome:
-        """One command of the worker protocol; always replies."""
-        if self.server is None:
-            return Outcome(True, None) if command == Command.CLOSE else Outcome(False, self.failure)
-        return self.server.handle(command, payload)
+    def handle(self, command: int, payload: Any) -> Reply:
+        """One request of the worker protocol; always replies."""
+        if self.envs is None:
+            return Reply(0, command == Command.CLOSE, None if command == Command.CLOSE else self.failure)
+        try:
+            value = serve(self.envs, command, payload)
+        except Exception as exc:
+            return Reply(0, False, WorkerFailure.of(exc, "handle"))
+        try:
+            cloudpickle.dumps(value)
+        except Exception as exc:  # whatever pickling raises: Ray would fail to return it
+            return Reply(0, False, unpicklable(value, Request(command, 0, payload), self.envs.first_index, exc))
+        return Reply(0, True, value)
 
     def where(self) -> tuple[str, int]:
         """``(node id, pid)`` of this actor, for diagnostics and tests."""
@@ -93,28 +101,33 @@ class RayWorker(Worker):
         >>> connect_ray(None)   # a Ray runtime of this process's own
         True
         >>> w = RayWorker(0, [lambda: gym.make("CartPole-v1")] * 2, 0, 2, {"num_cpus": 0.5})
-        >>> w.send(Command.GET_SPACES, None)
+        >>> w.send(Command.SPACES, None)
         >>> RayWorker.wait([w], None) == [w]
         True
-        >>> ok, (observation_space, action_space) = w.recv()
-        >>> ok, action_space
+        >>> reply = w.recv()
+        >>> reply.ok, reply.value.action_space
         (True, Discrete(2))
-        >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv()
-        Outcome(ok=True, value=None)
+        >>> w.send(Command.CLOSE, None); _ = RayWorker.wait([w], None); w.recv().ok
+        True
         >>> w.shutdown(timeout=10)
         >>> ray.shutdown()
     """
 
     def __init__(self, index: int, env_fns: Sequence[EnvFn], first_index: int, stop: int,
-                 options: dict[str, Any]) -> None:
+                 options: dict[str, Any], deferred: bool = False, pending: bool = False) -> None:
         super().__init__(index, first_index, stop)
-        self.actor: Any = _RemoteSliceActor.options(**options).remote(cloudpickle.dumps(list(env_fns)), first_index)
+        self.actor: Any = _RemoteSliceActor.options(**options).remote(cloudpickle.dumps(list(env_fns)), first_index,
+                                                                       deferred, pending)
         self._ref: ray.ObjectRef | None = None
-        self._command: int = Command.GET_SPACES
+        self._command: int = Command.SPACES
 
     @property
     def usable(self) -> bool:
         return self.actor is not None
+
+    @property
+    def awaiting(self) -> bool:
+        return self._ref is not None
 
     def send(self, command: int, payload: Any) -> None:
         if self.actor is None:
@@ -122,23 +135,25 @@ class RayWorker(Worker):
         self._command = command
         self._ref = self.actor.handle.remote(int(command), payload)
 
-    def recv(self) -> Outcome:
-        """The reply to the last command (the reference is kept until it is read: a Ctrl-C
+    def recv(self) -> Reply:
+        """The reply of the last request (the reference is kept until it is read: a Ctrl-C
         while it is fetched leaves it to be read again)."""
         ref = self._ref
         if ref is None:  # read already, and lost to an interrupt before it was kept
-            return Outcome(False, WorkerFailure(None, "recv", "the reply was read, then lost to an interrupt", ""))
+            return Reply(0, False, WorkerFailure(None, "recv", "the reply was read, then lost to an interrupt", ""))
+        method = Command(self._command).name.lower()
         try:
-            outcome = writable(ray.get(ref))
+            reply = writable(ray.get(ref))
         except RayTaskError as exc:  # handle() itself raised, e.g. the payload did not unpickle
             summary = str(exc).strip().splitlines()[-1]
-            outcome = Outcome(False, WorkerFailure(None, Command(self._command).name.lower(), summary,
-                                                   exc.traceback_str))
+            reply = Reply(0, False, WorkerFailure(None, method, summary, getattr(exc, "traceback_str", "")))
         except RayError as exc:  # the actor process, its node or the object is gone
             self._ref = None
             raise WorkerDied(describe_death(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 (whatever Ray raises fetching a reply: this request failed)
+            reply = Reply(0, False, WorkerFailure(None, method, f"{type(exc).__name__}: {exc}", ""))
         self._ref = None
-        return outcome
+        return reply
 
     @classmethod
     def wait(cls, workers: Sequence[RayWorker], timeout: float | None) -> list[RayWorker]:
@@ -146,7 +161,9 @@ class RayWorker(Worker):
         by_ref = {w._ref: w for w in workers if w._ref is not None}
         if read or not by_ref:
             return read
-        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=timeout)
+        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=0)
+        if not ready:
+            ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=timeout)
         return [by_ref[ref] for ref in ready]
 
     def shutdown(self, timeout: float) -> None:

@@ -1,3 +1,2 @@
-"""The worker layer every worker backend shares: the Worker interface, the command protocol,
-the parent side (WorkerVecEnv, with its Messenger and RestartPolicy) and the parent's own
-slice (LocalWorker)."""
+"""What every worker backend shares: the VecEnv over workers, the scheduler interface,
+the messages and the env slice each worker steps."""

@@ -1,1 +1,0 @@
-"""Stepping envs in one process: the one loop every backend uses, and the old-gym adapter."""

@@ -1,0 +1,215 @@
+"""The wake-up: how a process waiting for the other side's numbers in the lanes learns they are
+there, both ways, never hanging. Each side polls a while (``Spin``: a budget learnt from past waits,
+like TCP's retransmission timeout; none when processes outnumber CPUs), then sleeps on descriptors
+the parent made (``Doorbell``, handed to the workers with the shared memory):
+
+- the parent (``Doorbell.wait``) writes in its row the total of answers it awaits and its sleep's
+  number, fences, looks once more, and sleeps on its wake fd (an eventfd, else a pipe) and the
+  workers' sentinels (a dying worker wakes it); the worker whose answer makes the total writes the
+  wake fd once per sleep (``WorkerLanes.answer``). After an answerless sleep (``FALLBACK_S`` at
+  most) it wakes the sleeping workers that owe answers through their pipes.
+- a worker (``worker_wait``) marks its row asleep, fences, looks at its lanes once more, and sleeps
+  on its pipe and its bell (an eventfd), which the parent rings after asking for its envs and fencing
+  (``Doorbell.ring``; without eventfds, a WAKE through the pipe): the look sees the request, or the
+  parent the sleeper. A bell stays rung until read.
+"""
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from types import SimpleNamespace
+from typing import Any
+
+from vec_envs.subproc.lanes import ONE, P_SLEEPING, P_TARGET, WorkerLanes, full_fence
+
+__all__ = ["FALLBACK_S", "PARENT_CHECK_S", "WAIT_TIMES", "Doorbell", "Spin", "spin_until", "worker_wait"]
+
+FALLBACK_S = 0.005  # the longest a parent sleeps between looks
+PARENT_CHECK_S = 1.0  # how often a sleeping worker checks that its parent still lives
+SPIN_MIN_S, SPIN_MAX_S = 200e-6, 2e-3
+_SMOOTHING, _THRIFTY_HITS = 0.125, 0.8
+PIPE, LANES, PARENT_GONE = 1, 2, 3  # what woke a worker (never 0)
+yield_cpu = getattr(os, "sched_yield", lambda: None)  # every spin turn: let another runnable process run
+#: this process's CPU seconds spinning and sleeping (waking included), counted while ``enabled`` (by a benchmark)
+WAIT_TIMES = SimpleNamespace(enabled=False, spun=0.0, slept=0.0)
+
+
+class Spin:
+    """How long to poll before sleeping (``budget``, 0 when off), learnt from the waits seen
+    (``thrifty``: none while most outlast it)."""
+
+    def __init__(self, enabled: bool, thrifty: bool = False) -> None:
+        self.enabled, self.thrifty = enabled, thrifty
+        self._mean, self._deviation, self._hits = SPIN_MIN_S / 2, SPIN_MIN_S / 8, 1.0
+        self.budget = SPIN_MIN_S if enabled else 0.0
+
+    def record(self, waited: float) -> None:
+        """Learn from one wait."""
+        if self.enabled:
+            self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
+            error = min(waited, SPIN_MAX_S) - self._mean
+            self._mean += _SMOOTHING * error
+            self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
+            learnt = min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
+            self.budget = 0.0 if self.thrifty and self._hits < _THRIFTY_HITS else learnt
+
+
+def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
+    """Call ``ready()`` until it returns something true or ``seconds`` passed; return it."""
+    result, end = ready(), time.perf_counter() + seconds
+    while not result and time.perf_counter() < end:
+        yield_cpu()
+        result = ready()
+    return result
+
+
+def _drain(fd: int) -> None:
+    try:  # every wake-up written so far
+        while len(os.read(fd, 4096)) == 4096:
+            pass
+    except BlockingIOError:
+        pass
+
+
+def readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+class Doorbell:
+    """The parent's wake fd and a bell per worker, made by the parent (see the module)."""
+
+    def __init__(self, workers: int) -> None:
+        if hasattr(os, "eventfd"):  # the parent sleeps on wake_fd, workers write wake_write
+            self.wake_fd = self.wake_write = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+            self.bells = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(workers))
+        else:
+            self.wake_fd, self.wake_write = os.pipe()
+            os.set_blocking(self.wake_fd, False)
+            os.set_blocking(self.wake_write, False)
+            self.bells = ()
+        self._poller: Any = None
+        self._watched: tuple[int, ...] = ()
+        self.sleeps = self.wakes = self.naps = 0
+
+    def ring(self, workers: list[int]) -> None:
+        """Wake the ``workers`` (asleep): one write to each one's bell."""
+        for w in workers:
+            try:
+                os.write(self.bells[w], ONE)
+            except BlockingIOError:
+                pass  # rung already
+
+    def wait(self, done: Callable[[], Any], total: int, counts: Any, parent_row: Any, spin: Spin,
+             sentinels: tuple[int, ...], wake_owing: Callable[[], None], deadline: float | None) -> list[int]:
+        """Until ``done()`` (``total``: the ``sum(counts)`` that makes it), ``deadline`` (``time.monotonic()``;
+        then ``[]``) or the end of workers of ``sentinels`` (those). ``wake_owing()`` wakes through their
+        pipes the sleepers that owe answers (after an answerless sleep)."""
+        start, timed = time.perf_counter(), WAIT_TIMES.enabled
+        cpu = time.thread_time() if timed else 0.0
+        budget = spin.budget if deadline is None else min(spin.budget, max(0.0, deadline - time.monotonic()))
+        found, end = done(), start + budget  # spin (as spin_until, one call less on the step's path)
+        while not found and time.perf_counter() < end:
+            yield_cpu()
+            found = done()
+        slept = time.thread_time() if timed else 0.0
+        ended = [] if found else self._sleep_until(done, total, counts, parent_row, sentinels, wake_owing, deadline)
+        if timed:
+            WAIT_TIMES.spun += slept - cpu
+            WAIT_TIMES.slept += time.thread_time() - slept
+        if not ended and (found or done()):
+            spin.record(time.perf_counter() - start)
+        return ended
+
+    def _sleep_until(self, done: Callable[[], Any], total: int, counts: Any, parent_row: Any,
+                     sentinels: tuple[int, ...], wake_owing: Callable[[], None], deadline: float | None) -> list[int]:
+        if self._poller is None or sentinels != self._watched:  # (a restart: other sentinels)
+            self._watched, self._poller = sentinels, select.poll()
+            for fd in (self.wake_fd, *sentinels):
+                self._poller.register(fd, select.POLLIN)
+        while True:
+            remaining = FALLBACK_S if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            answers = sum(counts)
+            ended = self._sleep(done, parent_row, min(FALLBACK_S, remaining), total)
+            if ended or done():
+                return ended
+            if sum(counts) == answers:  # a whole sleep without an answer: a wake-up may be lost
+                wake_owing()
+
+    def _sleep(self, done: Callable[[], Any], parent_row: Any, seconds: float, total: int) -> list[int]:
+        """Say so in the parent's row, look once more, sleep up to ``seconds``; the sentinels ready."""
+        parent_row[P_TARGET] = total
+        self.sleeps += 1
+        parent_row[P_SLEEPING] = self.sleeps  # after the target: a worker that sees it sees the target
+        full_fence()  # before the last look: an answer is seen by it, or its worker sees the sleep
+        try:
+            if done():
+                return []
+            events = self._poller.poll(max(0, int(seconds * 1000 + 0.999)))  # ms, rounded up
+        finally:
+            parent_row[P_SLEEPING] = 0
+        ended = [fd for fd, _ in events if fd != self.wake_fd]
+        if len(ended) < len(events):
+            _drain(self.wake_fd)
+            self.wakes += 1
+        self.naps += not events
+        return ended
+
+    def close(self) -> None:
+        """Close the descriptors; idempotent."""
+        for fd in {self.wake_fd, self.wake_write, *self.bells} - {-1}:
+            os.close(fd)
+        self.wake_fd = self.wake_write = -1
+        self.bells, self._poller = (), None
+
+
+def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: int | None, parent: int,
+                pollers: dict[str, Any]) -> int:
+    """A worker's wait for work (spin, then sleep on its pipe and bell): ``LANES`` (new requests in its
+    lanes), ``PIPE`` (one in the pipe) or ``PARENT_GONE`` (process ``parent`` ended). ``pollers``: a cache."""
+    if "pipe" not in pollers:
+        pollers["pipe"], pollers["both"] = select.poll(), select.poll()
+        for name, fd in (("pipe", conn.fileno()), ("both", conn.fileno()), ("both", bell)):
+            if fd is not None:
+                pollers[name].register(fd, select.POLLIN)
+    pipe = pollers["pipe"]
+
+    def event() -> int:  # one look at everything: each spin turn costs this
+        return LANES if lanes is not None and lanes.has_requests() else PIPE if pipe.poll(0) else 0
+
+    start, timed = time.perf_counter(), WAIT_TIMES.enabled
+    cpu = time.thread_time() if timed else 0.0
+    found = spin_until(event, spin.budget)
+    slept = time.thread_time() if timed else 0.0
+    if not found:
+        found = _sleep_until_work(conn, lanes, parent, pollers["both"])
+    spin.record(time.perf_counter() - start)
+    if timed:
+        WAIT_TIMES.spun += slept - cpu
+        WAIT_TIMES.slept += time.thread_time() - slept
+    return found
+
+
+def _sleep_until_work(conn: Connection, lanes: WorkerLanes | None, parent: int, poller: Any) -> int:
+    if lanes is not None:
+        lanes.set_sleeping(True)  # (it fences: the look below sees a request, or the parent sees the sleeper)
+    try:
+        while not (lanes is not None and lanes.has_requests()):
+            events = poller.poll(int(PARENT_CHECK_S * 1000))
+            for fd, _ in events:
+                if fd != conn.fileno():
+                    _drain(fd)  # the bell: quiet until the next write
+            if events:
+                return PIPE if any(fd == conn.fileno() for fd, _ in events) else LANES
+            if os.getppid() != parent:
+                return PARENT_GONE
+        return LANES
+    finally:
+        if lanes is not None:
+            lanes.set_sleeping(False)

@@ -1,1 +1,0 @@
-"""The subprocess transport's parent side: what the VecEnv's process runs."""

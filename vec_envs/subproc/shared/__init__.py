@@ -1,1 +1,0 @@
-"""The subprocess transport's shared layout: what the parent and its workers both read and write."""

@@ -1,1 +1,0 @@
-"""The subprocess transport's worker side: what a worker process runs."""
