@@ -143,5 +143,29 @@ def test_no_page_links_nowhere(site):
 def test_the_pages_a_user_looks_for_are_there(site):
     for page in ["installation", "quickstart", "concepts", "backends", "async", "wrappers", "atari", "agents",
                  "multiagent", "planning", "ray", "reliability", "performance", "migrating", "troubleshooting",
-                 "glossary", "commands", "contract", "api/index"]:
+                 "glossary", "commands", "contract", "api/index", "rendering"]:
         assert (site / "html" / f"{page}.html").is_file(), page
+
+
+#: the API reference's groups, each a page in the sidebar that introduces its classes
+API_GROUPS = ["backends", "wrappers", "adapters", "atari", "multiagent", "planning", "errors", "utilities"]
+
+
+def test_the_api_reference_is_grouped_by_topic_in_the_sidebar(site):
+    index = (site / "html" / "api" / "index.html").read_text(encoding="utf-8")
+    sidebar = index[index.index('class="sidebar-tree"'):]
+    for group in API_GROUPS:
+        assert f'href="{group}.html"' in sidebar, group
+    pages = {p.stem for p in (site / "html" / "api" / "generated").glob("*.html")}
+    linked = set()
+    for group in API_GROUPS:
+        linked |= {target.split("/")[-1].removesuffix(".html") for target in
+                   _parse(site / "html" / "api" / f"{group}.html").targets if target.startswith("generated/")}
+    assert pages <= linked, f"API pages that no group lists: {sorted(pages - linked)}"
+
+
+def test_the_site_links_to_the_api_pages_of_python_numpy_gymnasium_and_sb3(site):
+    targets = {t for page in (site / "html").rglob("*.html") for t in _parse(page).targets}
+    for base in ["https://docs.python.org/3/library/", "https://numpy.org/doc/stable/reference/",
+                 "https://gymnasium.farama.org/api/", "https://stable-baselines3.readthedocs.io/en/master/"]:
+        assert any(t.startswith(base) for t in targets), f"no link into {base}"
