@@ -75,7 +75,7 @@ copybutton_prompt_is_regexp = True
 
 #: the characters of a line a code block shows whole, without scrolling, on a 1280-pixel-wide
 #: screen: argparse wraps the commands' --help to it (tests/docs/test_pages_fit.py measures it)
-HELP_COLUMNS = 80
+HELP_COLUMNS = 84
 
 # Links to the API pages of Python, NumPy, gymnasium and Stable-Baselines3. Their inventories are
 # files of this checkout (docs/_intersphinx/make_inventories.sh says where each comes from), so the
@@ -182,7 +182,9 @@ class CommandHelp(SphinxDirective):
         finally:
             sys.argv[0] = saved_argv0
         text = (out.getvalue() + (returned if isinstance(returned, str) else "")).rstrip()
-        block = nodes.literal_block(text, text)
+        # --help is wrapped to the page (HELP_COLUMNS); what a command prints otherwise is shown as printed
+        block = nodes.literal_block(text, text, classes=["command-output" if "no-args" in self.options
+                                                         else "command-help"])
         block["language"] = "text"
         return [block]
 

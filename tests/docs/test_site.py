@@ -1,38 +1,21 @@
 """The documentation site builds without a warning, documents every public name, and has no
 link that leads nowhere.
 
-The site is built once per module into a temporary folder with the command the README gives
-(``python -m sphinx -W --keep-going -b html docs OUT``: warnings are errors, and ``nitpicky``
-makes every cross-reference that finds no target one of them).
+The site is built once per test session into a temporary folder with the command the README
+gives (``python -m sphinx -W --keep-going -b html docs OUT``: warnings are errors, and
+``nitpicky`` makes every cross-reference that finds no target one of them): the ``site``
+fixture of ``tests/docs/conftest.py``.
 """
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
-from tests.markdown_blocks import REPO
-
 #: the packages whose ``__all__`` is the public API: each name needs a page of its own
 PUBLIC_MODULES = ["vec_envs", "vec_envs.errors", "vec_envs.types", "vec_envs.kernels", "vec_envs.wrappers",
                   "vec_envs.wrappers.atari", "vec_envs.ale", "vec_envs.interop", "vec_envs.multiagent"]
-BUILD_TIMEOUT_S = 300
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The built site's folder; the build's output is checked by the first test."""
-    out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html",
-                           str(REPO / "docs"), str(out / "html")],
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
-    (out / "build.log").write_text(done.stdout + done.stderr, encoding="utf-8")
-    return out
 
 
 def test_the_site_builds_without_a_warning(site):
