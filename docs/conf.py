@@ -32,13 +32,14 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
     "sphinx_copybutton",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}  # .rst: the API pages autosummary writes
 root_doc = "index"
-exclude_patterns = ["_build", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_intersphinx", "**/.ipynb_checkpoints"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
@@ -72,8 +73,24 @@ add_module_names = False
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
 
-# Every reference must find its target; the names below belong to other projects (no
-# network at build time, so no intersphinx) or to typing, and are shown as plain text.
+#: the characters of a line a code block shows whole, without scrolling, on a 1280-pixel-wide
+#: screen: argparse wraps the commands' --help to it (tests/docs/test_pages_fit.py measures it)
+HELP_COLUMNS = 84
+
+# Links to the API pages of Python, NumPy, gymnasium and Stable-Baselines3. Their inventories are
+# files of this checkout (docs/_intersphinx/make_inventories.sh says where each comes from), so the
+# build never needs the network.
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", "_intersphinx/python.inv"),
+    "numpy": ("https://numpy.org/doc/stable", "_intersphinx/numpy.inv"),
+    "gymnasium": ("https://gymnasium.farama.org", "_intersphinx/gymnasium.inv"),
+    "sb3": ("https://stable-baselines3.readthedocs.io/en/master", "_intersphinx/sb3.inv"),
+}
+intersphinx_timeout = 1
+
+# Every reference must find its target, here or in those inventories; the names below are
+# other projects' objects those inventories lack (Ray's, PettingZoo's, a private name) or
+# typing's, and are shown as plain text.
 nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|gymnasium|gym|stable_baselines3|pettingzoo|ray|torch|multiprocessing|mp|cv2|ale_py)"
@@ -165,13 +182,15 @@ class CommandHelp(SphinxDirective):
         finally:
             sys.argv[0] = saved_argv0
         text = (out.getvalue() + (returned if isinstance(returned, str) else "")).rstrip()
-        block = nodes.literal_block(text, text)
+        # --help is wrapped to the page (HELP_COLUMNS); what a command prints otherwise is shown as printed
+        block = nodes.literal_block(text, text, classes=["command-output" if "no-args" in self.options
+                                                         else "command-help"])
         block["language"] = "text"
         return [block]
 
 
 def setup(app: Sphinx) -> None:
-    os.environ["COLUMNS"] = "100"  # argparse wraps the --help of the commands page at this width
+    os.environ["COLUMNS"] = str(HELP_COLUMNS)  # argparse wraps the --help of the commands page at this width
     sys.path.append(str(ROOT / "scripts"))  # scripts/benchmark.py imports its package bench/
     app.connect("autodoc-skip-member", skip_foreign_members)
     app.connect("autodoc-process-bases", public_bases)

@@ -19,6 +19,7 @@ Exit status: 0 when every checked row matched and nothing leaked, 1 otherwise.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sys
@@ -26,15 +27,18 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
-import psutil
 
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.cli.args import parse_args
 from vec_envs.errors import EnvTimeoutError
+from vec_envs.extras import install_hint
+
+if TYPE_CHECKING:
+    import psutil
 
 __all__ = ["Args", "SoakEnv", "Soak", "main"]
 
@@ -85,8 +89,17 @@ def first_row(obs: Any) -> np.ndarray:
     return np.asarray(obs)[0]
 
 
+def descendants() -> list[psutil.Process]:
+    """Every process below this one (psutil, of the ``bench`` extra, is imported when a soak runs)."""
+    import psutil
+
+    return psutil.Process().children(recursive=True)
+
+
 def helper(process: psutil.Process) -> bool:
     """multiprocessing's fork server or resource tracker (they live as long as this process)."""
+    import psutil
+
     try:
         command = " ".join(process.cmdline())
     except psutil.Error:
@@ -96,8 +109,9 @@ def helper(process: psutil.Process) -> bool:
 
 def tree() -> tuple[int, int]:
     """Processes below this one (multiprocessing's helpers aside) and this process's open file descriptors."""
-    me = psutil.Process()
-    return len([p for p in me.children(recursive=True) if not helper(p)]), me.num_fds()
+    import psutil
+
+    return len([p for p in descendants() if not helper(p)]), psutil.Process().num_fds()
 
 
 def fd_targets() -> dict[str, str]:
@@ -197,7 +211,7 @@ class Soak:
     def kill(self) -> None:
         """``kill -9`` of a random worker, if it is still this process's descendant."""
         pid = self.pids()[int(self.rng.integers(self.n))]
-        if pid in {p.pid for p in psutil.Process().children(recursive=True)}:
+        if pid in {p.pid for p in descendants()}:
             os.kill(pid, signal.SIGKILL)
             self.did["kill -9"] += 1
         for _ in range(int(self.rng.integers(1, 4))):
@@ -207,7 +221,7 @@ class Soak:
         """SIGSTOP a worker, time a step out, continue it, wait again: nothing may be lost."""
         assert self.venv is not None
         pid = self.pids()[int(self.rng.integers(self.n))]
-        if pid not in {p.pid for p in psutil.Process().children(recursive=True)}:
+        if pid not in {p.pid for p in descendants()}:
             self.step()  # an env of the parent's own slice: stopping it would stop this process
             return
         actions = self.actions()
@@ -281,7 +295,7 @@ class Soak:
 
     def kill_any(self) -> None:
         """``kill -9`` of a random worker of the VecEnv (envs in flight: found in the process tree)."""
-        workers = [p for p in psutil.Process().children(recursive=True) if not helper(p)]
+        workers = [p for p in descendants() if not helper(p)]
         if workers:
             os.kill(workers[int(self.rng.integers(len(workers)))].pid, signal.SIGKILL)
             self.did["kill -9"] += 1
@@ -314,6 +328,9 @@ class Soak:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(Args, argv, __doc__.split("\n\n")[0])
+    if importlib.util.find_spec("psutil") is None:
+        print(f"soak.py needs psutil: {install_hint('bench')}", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGINT, signal.default_int_handler)  # started in the background, SIGINT may be ignored
     SubprocVecEnv([SoakEnv]).close()  # starts multiprocessing's helpers, which outlive every VecEnv
     before, fds_before = tree(), fd_targets()

@@ -1,7 +1,8 @@
 """The Python blocks of a Markdown page, and running one as a user would: pasted into a file.
 
 A block that starts with ``# needs: ...`` names something a laptop may lack: it is always
-compiled, and run when the need is met here (``NEEDS``). Used by the tests of README.md and
+compiled, and run when the need is met here (``NEEDS``). A block that needs a display runs
+under ``xvfb-run -a`` where ``DISPLAY`` is not set, as its page tells a reader to. Used by the tests of README.md and
 of the documentation site's pages.
 """
 from __future__ import annotations
@@ -31,8 +32,13 @@ def ray_cluster_running() -> bool:
         return False
 
 
+def display_or_xvfb() -> bool:
+    """An X display is set, or ``xvfb-run`` can make one."""
+    return bool(os.environ.get("DISPLAY")) or shutil.which("xvfb-run") is not None
+
+
 #: the start of a ``# needs:`` line -> whether that need is met on this machine
-NEEDS: dict[str, Callable[[], bool]] = {"a Ray cluster": ray_cluster_running}
+NEEDS: dict[str, Callable[[], bool]] = {"a Ray cluster": ray_cluster_running, "a display": display_or_xvfb}
 
 
 def python_blocks(path: Path) -> list[tuple[int, str]]:
@@ -60,6 +66,9 @@ def run_block(where: str, code: str, folder: Path) -> None:
         pytest.skip(f"{where} {code.splitlines()[0].lstrip('# ')}, which is not met on this machine "
                     "(the block compiles)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, script.name], cwd=folder, env=env, capture_output=True,
+    command = [sys.executable, script.name]
+    if code.startswith("# needs: a display") and not os.environ.get("DISPLAY"):
+        command = ["xvfb-run", "-a", *command]
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, f"{where} failed:\n{done.stderr[-3000:]}"

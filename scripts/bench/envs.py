@@ -2,7 +2,8 @@
 
 A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
 env factories by reference instead of receiving them pickled by value. W1..W5 are sized
-for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs.
+for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs; S16
+is CartPole-v1 x 16, a size between W1's and W2's for the scaling plot.
 
 Example:
     >>> WORKLOADS["W4"].title
@@ -254,4 +255,5 @@ WORKLOADS: dict[str, Workload] = {w.key: w for w in [
     Workload("M3", "pong", 32),
     Workload("M4", "breakout", 32, frame_stack=4),
     Workload("M5", "busy", 32),
+    Workload("S16", "cartpole", 16),  # with W1, W2 and M1: CartPole-v1 at 8, 16, 64 and 256 envs (the scaling plot)
 ]}

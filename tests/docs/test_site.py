@@ -1,38 +1,21 @@
 """The documentation site builds without a warning, documents every public name, and has no
 link that leads nowhere.
 
-The site is built once per module into a temporary folder with the command the README gives
-(``python -m sphinx -W --keep-going -b html docs OUT``: warnings are errors, and ``nitpicky``
-makes every cross-reference that finds no target one of them).
+The site is built once per test session into a temporary folder with the command the README
+gives (``python -m sphinx -W --keep-going -b html docs OUT``: warnings are errors, and
+``nitpicky`` makes every cross-reference that finds no target one of them): the ``site``
+fixture of ``tests/docs/conftest.py``.
 """
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
-from tests.markdown_blocks import REPO
-
 #: the packages whose ``__all__`` is the public API: each name needs a page of its own
 PUBLIC_MODULES = ["vec_envs", "vec_envs.errors", "vec_envs.types", "vec_envs.kernels", "vec_envs.wrappers",
                   "vec_envs.wrappers.atari", "vec_envs.ale", "vec_envs.interop", "vec_envs.multiagent"]
-BUILD_TIMEOUT_S = 300
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The built site's folder; the build's output is checked by the first test."""
-    out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html",
-                           str(REPO / "docs"), str(out / "html")],
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
-    (out / "build.log").write_text(done.stdout + done.stderr, encoding="utf-8")
-    return out
 
 
 def test_the_site_builds_without_a_warning(site):
@@ -143,5 +126,29 @@ def test_no_page_links_nowhere(site):
 def test_the_pages_a_user_looks_for_are_there(site):
     for page in ["installation", "quickstart", "concepts", "backends", "async", "wrappers", "atari", "agents",
                  "multiagent", "planning", "ray", "reliability", "performance", "migrating", "troubleshooting",
-                 "glossary", "commands", "contract", "api/index"]:
+                 "glossary", "commands", "contract", "api/index", "rendering"]:
         assert (site / "html" / f"{page}.html").is_file(), page
+
+
+#: the API reference's groups, each a page in the sidebar that introduces its classes
+API_GROUPS = ["backends", "wrappers", "adapters", "atari", "multiagent", "planning", "errors", "utilities"]
+
+
+def test_the_api_reference_is_grouped_by_topic_in_the_sidebar(site):
+    index = (site / "html" / "api" / "index.html").read_text(encoding="utf-8")
+    sidebar = index[index.index('class="sidebar-tree"'):]
+    for group in API_GROUPS:
+        assert f'href="{group}.html"' in sidebar, group
+    pages = {p.stem for p in (site / "html" / "api" / "generated").glob("*.html")}
+    linked = set()
+    for group in API_GROUPS:
+        linked |= {target.split("/")[-1].removesuffix(".html") for target in
+                   _parse(site / "html" / "api" / f"{group}.html").targets if target.startswith("generated/")}
+    assert pages <= linked, f"API pages that no group lists: {sorted(pages - linked)}"
+
+
+def test_the_site_links_to_the_api_pages_of_python_numpy_gymnasium_and_sb3(site):
+    targets = {t for page in (site / "html").rglob("*.html") for t in _parse(page).targets}
+    for base in ["https://docs.python.org/3/library/", "https://numpy.org/doc/stable/reference/",
+                 "https://gymnasium.farama.org/api/", "https://stable-baselines3.readthedocs.io/en/master/"]:
+        assert any(t.startswith(base) for t in targets), f"no link into {base}"

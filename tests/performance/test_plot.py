@@ -87,3 +87,38 @@ def test_a_workload_panel_draws_the_ceiling_as_a_dashed_line_above_the_bars():
     assert [tuple(line.get_ydata()) for line in dashed] == [(400e3, 400e3)]
     assert ax.get_ylim()[1] > 400e3
     plt.close(fig)
+
+
+def test_the_scaling_panel_draws_a_line_per_method_run_at_two_sizes_or_more():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [cell(w, m, r) for w in ("W1", "S16", "W2", "M1")
+               for m, r in [("ceiling", 300e3), ("subproc", 150e3), ("envpool", 600e3)]]
+    records.append(cell("W1", "sb3-subproc", 20e3))  # one size only: no line
+    sums = report.summarize(records)
+    methods = plot.methods_in(sums)
+    fig, ax = plt.subplots()
+    plot._panel_scaling(ax, "cartpole", ["W1", "S16", "W2", "M1"], methods, sums, plot._colors(methods),
+                        plot.quartiles(records), "min-max of 1 repeats")
+    _, labels = ax.get_legend_handles_labels()
+    assert labels == ["SubprocVecEnv()", "EnvPool (sync)", "machine ceiling (1 raw loop per core, at once)"]
+    assert [int(t) for t in ax.get_xticks()] == [8, 16, 64, 256]
+    assert [len(container.lines[0].get_xdata()) for container in ax.containers] == [4, 4, 4]
+    plt.close(fig)
+
+
+def test_the_whiskers_are_quartiles_from_four_repeats_and_min_max_below():
+    few = [cell("W1", "subproc", r) for r in (100.0, 200.0)]
+    many = [cell("W1", "dummy", r) for r in (100.0, 110.0, 120.0, 130.0, 400.0)]
+    spread = plot.quartiles(few + many)
+    assert spread["W1", "subproc"] == (100.0, 200.0)
+    assert spread["W1", "dummy"] == (110.0, 130.0)
+
+
+def test_the_bars_of_c_plus_plus_envs_are_hatched_and_noted(tmp_path):
+    run = write_run(tmp_path / "run", [cell("W4", m, r) for m, r in [("ceiling", 4e3), ("ale", 5e3), ("subproc", 3e3)]])
+    assert plot.native(plot.METHODS["ale"]) and not plot.native(plot.METHODS["subproc"])
+    assert run_plot(str(run), "--out", str(tmp_path / "png")).returncode == 0

@@ -44,6 +44,7 @@ import dataclasses
 import importlib
 import os
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -87,7 +88,16 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 class _DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
-    """Appends ``(default: ...)`` to the help of every option whose default is not None."""
+    """Appends ``(default: ...)`` to the help of every option whose default is not None; keeps the
+    description's lines, each wrapped at the terminal's width with its own indent."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            lead = indent + line[:len(line) - len(line.lstrip())]
+            lines.append(textwrap.fill(line.strip(), width, initial_indent=lead, subsequent_indent=lead)
+                         if line.strip() else "")
+        return "\n".join(lines)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
