@@ -313,23 +313,31 @@ def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, me
         raise ValueError(  # the contract: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
             f"space; pass one action per env (a sequence of {num_envs})")
-    counts = {k: _batch_count(v) for k, v in actions.items()}
+    counts = {k: _batch_count(space.spaces.get(k), v) for k, v in actions.items()}
     if any(c != num_envs for c in counts.values()):
         raise ValueError(f"{method}(): expected {num_envs} actions per key ({per}), received {counts}")
-    return [{k: map_leaves(lambda leaf: leaf[i], v) for k, v in actions.items()}  # noqa: B023 (called at once)
-            for i in range(num_envs)]
+    return [{k: _row(space.spaces.get(k), v, i) for k, v in actions.items()} for i in range(num_envs)]
 
 
-def _batch_count(batch: Any) -> int | None:
-    """How many actions ``batch`` holds: the length its leaves share (a Dict or Tuple
-    space's batch is a dict or tuple of batches, as gymnasium batches them); None when
-    they differ or a leaf has no length."""
-    lengths = set()
-    for _, leaf in iter_leaves(batch):
-        try:
-            lengths.add(len(leaf))
-        except TypeError:
-            return None
+def _row(space: spaces.Space | None, batch: Any, i: int) -> Any:
+    """Action ``i`` of ``batch``, a batch of ``space`` (None: a key the space lacks, which
+    ``check_action`` refuses by name)."""
+    if space is None:
+        return batch[i]
+    return map_leaves(lambda _, part: part[i], space, batch)
+
+
+def _batch_count(space: spaces.Space | None, batch: Any) -> int | None:
+    """How many actions ``batch``, a batch of ``space`` as gymnasium batches it (a Dict or
+    Tuple space's batch is a dict or tuple of batches), holds: the length its leaves
+    share; None when they differ, a leaf has no length or the nesting is not the space's."""
+    if space is None:
+        return len(batch) if hasattr(batch, "__len__") else None
+    try:
+        counts = map_leaves(lambda _, part: len(part), space, batch)
+    except (KeyError, IndexError, TypeError):
+        return None
+    lengths = {count for _, count in iter_leaves(counts)}
     return lengths.pop() if len(lengths) == 1 else None
 
 
