@@ -356,9 +356,9 @@ class VecEnvBase(BackendHooks):
                 self._seeds[i] = None
             return seeds
         if isinstance(seed, (int, np.integer)):
-            every = resolve_seeds(seed, self.num_envs)
+            every = resolve_seeds(seed, self.num_envs, "reset_envs")
             return [every[i] for i in ids]
-        return resolve_seeds(seed, len(ids))
+        return resolve_seeds(seed, len(ids), "reset_envs", "one per env named")
 
     # ------------------------------------------------------ states (planning)
     def get_states(self, indices: VecEnvIndices = None) -> list[Any]:
