@@ -23,7 +23,7 @@ import pytest
 from gymnasium import spaces
 
 from tests import backends
-from vec_envs.errors import AlreadyPendingCallError, NoAsyncCallError
+from vec_envs.errors import AlreadyPendingCallError
 from vec_envs.interop import to_gymnasium
 
 BACKENDS = [
@@ -162,10 +162,11 @@ def test_the_split_calls_give_what_reset_and_step_give(make, closing):
 
 def test_a_wait_with_nothing_started_and_a_second_start_are_refused(make, closing):
     envs = to_gymnasium(closing(make([lambda: gym.make("CartPole-v1")] * 2)))
-    with pytest.raises(NoAsyncCallError, match=r"step_wait\(\): no step_async\(\) is pending"):
+    with pytest.raises(gym.error.NoAsyncCallError, match=r"Calling `step_wait` without any prior call to `step_async`"):
         envs.step_wait()
     envs.reset_async(seed=0)
-    with pytest.raises(AlreadyPendingCallError, match=r"step_async\(\): reset_async\(\) is still pending"):
+    with pytest.raises(AlreadyPendingCallError, match=r"Calling `step_async` while waiting for a pending call to "
+                                                      r"`reset` to complete"):
         envs.step_async(np.zeros(2, int))
     envs.reset_wait()
     envs.step_async(np.zeros(2, int))

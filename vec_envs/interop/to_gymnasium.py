@@ -31,7 +31,9 @@ MASK_DTYPE = "`options['reset_mask']` must have `dtype=np.bool_`, got {dtype}"
 MASK_EMPTY = "`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}"
 FIRST_MASK = ("reset(options={'reset_mask': ...}): the envs have not been reset yet; reset every env first "
               "(reset(), or a mask of all True)")
-NOTHING_PENDING = "{method}(): no {call}_async() is pending; call {call}_async() first"
+#: gymnasium's own texts for the split calls out of order, with the fix
+NOTHING_PENDING = "Calling `{method}` without any prior call to `{call}_async`; call {call}_async() first"
+PENDING = "Calling `{method}` while waiting for a pending call to `{call}` to complete; call {call}_wait() first"
 
 
 class GymnasiumVectorEnv(VectorEnv):
@@ -184,12 +186,12 @@ class GymnasiumVectorEnv(VectorEnv):
     def _check_no_call(self, method: str) -> None:
         if self._async_call is not None:
             call = self._async_call[0]
-            raise AlreadyPendingCallError(f"{method}(): {call}_async() is still pending; call {call}_wait() first")
+            raise AlreadyPendingCallError(PENDING.format(method=method, call=call), call)
 
     def _take_call(self, method: str, call: str, keep: bool = False) -> tuple:
         pending = self._async_call
         if pending is None or pending[0] != call:
-            raise NoAsyncCallError(NOTHING_PENDING.format(method=method, call=call))
+            raise NoAsyncCallError(NOTHING_PENDING.format(method=method, call=call), method)
         if not keep:
             self._async_call = None
         return pending
