@@ -25,6 +25,8 @@ from vec_envs.errors import (  # noqa: E402
 from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
 from vec_envs.wrappers.atari import make_atari_env  # noqa: E402
 
+pytestmark = pytest.mark.slow  # steps Atari emulators
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 3
 

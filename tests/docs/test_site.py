@@ -18,6 +18,8 @@ import pytest
 
 from tests.markdown_blocks import REPO
 
+pytestmark = pytest.mark.slow  # builds the site or runs every example of its pages
+
 #: the packages whose ``__all__`` is the public API: each name needs a page of its own
 PUBLIC_MODULES = ["vec_envs", "vec_envs.errors", "vec_envs.types", "vec_envs.kernels", "vec_envs.wrappers",
                   "vec_envs.wrappers.atari", "vec_envs.ale", "vec_envs.interop", "vec_envs.multiagent"]

@@ -14,6 +14,8 @@ import pytest
 from tests import backends
 from tests.faulty_envs import SlowStepEnv
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 4
 BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),

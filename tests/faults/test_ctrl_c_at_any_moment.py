@@ -24,6 +24,8 @@ from tests.helpers import children
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError, NoAsyncCallError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 4
 FIX = "call reset() to start every env afresh, or close()"
 

@@ -27,6 +27,8 @@ from tests import backends
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 2
 API = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 SLOW_S = 0.6  # the slow step a Ctrl-C stops

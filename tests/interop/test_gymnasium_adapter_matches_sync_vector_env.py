@@ -171,3 +171,14 @@ def test_a_wait_with_nothing_started_and_a_second_start_are_refused(make, closin
     envs.reset_wait()
     envs.step_async(np.zeros(2, int))
     envs.step_wait()
+
+
+def test_the_split_reset_works_over_a_wrapper_that_resets_itself(make, closing):
+    from vec_envs.wrappers import VecNormalize
+
+    split = to_gymnasium(VecNormalize(closing(make([lambda: gym.make("CartPole-v1")] * 2))))
+    split.reset_async(seed=3)
+    obs, _ = split.reset_wait()
+    assert obs.shape == (2, 4)
+    split.step_async(np.zeros(2, int))
+    assert split.step_wait()[0].shape == (2, 4)

@@ -20,7 +20,7 @@ from tests.scripts.conftest import command_env
 from vec_envs import DummyVecEnv
 from vec_envs.wrappers import VecNormalize
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # slow: runs the installed console commands
 CONVERT, PPO, MULTIAGENT, ATARI = ("vec-envs-convert-vecnormalize", "vec-envs-train-ppo",
                                    "vec-envs-train-multiagent", "vec-envs-run-atari")
 

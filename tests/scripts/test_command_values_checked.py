@@ -118,6 +118,7 @@ def test_convert_to_sb3_names_a_source_in_sb3s_format(statistics, tmp_path, caps
     assert "is a pickle (SB3's format), not vec_envs' .npz; to read it use from-sb3" in line
 
 
+@pytest.mark.slow  # installs the package from a wheel (once per session) to run the command
 def test_ctrl_c_while_a_command_imports_is_one_line_and_exit_130(installed, tmp_path):
     slow = tmp_path / "slow" / "gymnasium"  # an import the command makes first, held until the Ctrl-C
     slow.mkdir(parents=True)

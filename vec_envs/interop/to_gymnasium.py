@@ -154,18 +154,22 @@ class GymnasiumVectorEnv(VectorEnv):
         """Start ``reset(seed=, options=)``; ``reset_wait`` returns its ``(obs, infos)``.
         On a worker backend the envs reset meanwhile (a masked reset runs in ``reset_wait``)."""
         self._check_no_call("reset_async")
-        masked = isinstance(options, dict) and "reset_mask" in options
-        if not masked and hasattr(self.venv, "reset_async"):
+        started = False
+        if not (isinstance(options, dict) and "reset_mask" in options):
             self._prepare_reset(seed, options)
-            self.venv.reset_async()
-        self._async_call = ("reset", masked, seed, options)
+            try:
+                cast(Any, self.venv).reset_async()  # worker backends, and wrappers that keep reset as is
+                started = True
+            except (AttributeError, NotImplementedError):  # the reset runs in reset_wait
+                pass
+        self._async_call = ("reset", started, seed, options)
 
     def reset_wait(self, timeout: float | None = None) -> tuple[VecEnvObs, dict[str, Any]]:
         """The ``(obs, infos)`` of the reset ``reset_async`` started."""
-        _, masked, seed, options = self._take_call("reset_wait", "reset")
-        if masked or not hasattr(self.venv, "reset_async"):
+        _, started, seed, options = self._take_call("reset_wait", "reset")
+        if not started:
             return self.reset(seed=seed, options=options)
-        self._obs = obs = self.venv.reset_wait(timeout)
+        self._obs = obs = cast(Any, self.venv).reset_wait(timeout)
         return self._as_gymnasium(obs), self._batch_infos(self.venv.reset_infos)
 
     def step_async(self, actions: Any) -> None:
@@ -260,8 +264,8 @@ class GymnasiumVectorEnv(VectorEnv):
         """The envs' own ``np_random_seed``, one per env, as ``SyncVectorEnv`` gives them."""
         return tuple(self.venv.get_attr("np_random_seed"))
 
-    @property
-    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]  # as SyncVectorEnv's
+    @property  # type: ignore[override]  # SyncVectorEnv's: one per env
+    def np_random(self) -> tuple[np.random.Generator, ...]:
         """The envs' own random generators (copies, on a worker backend), one per env."""
         return tuple(self.venv.get_attr("np_random"))
 
