@@ -132,3 +132,33 @@ def test_make_vec_env_makes_registered_ids_with_frames(closing):
     venv.reset()
     assert venv.render().ndim == 3
     assert closing(make_vec_env("CartPole-v1", env_kwargs={"render_mode": None})).render_mode is None
+
+
+class HumanEnv(gym.Env):
+    """Draws its own window (counted in ``drawn``), as an env made with ``render_mode="human"``."""
+
+    metadata = {"render_modes": ["human"]}
+    observation_space = spaces.Box(0, 1, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self):
+        self.render_mode, self.drawn = "human", 0
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    def render(self):
+        self.drawn += 1
+
+
+def test_render_of_envs_made_for_humans_lets_each_draw_itself(make, closing):
+    venv = closing(make([HumanEnv] * 2))
+    venv.reset()
+    assert venv.render() is None
+    assert venv.render("human") is None
+    assert venv.get_attr("drawn") == [2, 2]
+    with pytest.raises(ValueError, match=r"render\(\): mode must be one of"):
+        venv.render("something_else")
