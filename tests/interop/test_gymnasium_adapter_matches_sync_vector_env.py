@@ -171,6 +171,9 @@ def test_a_wait_with_nothing_started_and_a_second_start_are_refused(make, closin
     envs.reset_wait()
     envs.step_async(np.zeros(2, int))
     envs.step_wait()
+    envs.step_async(np.zeros(2, int))
+    with pytest.warns(UserWarning, match=r"Calling `close` while waiting for a pending call to `step` to complete\."):
+        envs.close()
 
 
 def test_the_split_reset_works_over_a_wrapper_that_resets_itself(make, closing):

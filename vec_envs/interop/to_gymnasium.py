@@ -1,6 +1,7 @@
 """to_gymnasium: any VecEnv behind gymnasium's vector API (``gymnasium.vector.VectorEnv``)."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -32,8 +33,10 @@ MASK_EMPTY = "`options['reset_mask']` must contain a boolean array with at least
 FIRST_MASK = ("reset(options={'reset_mask': ...}): the envs have not been reset yet; reset every env first "
               "(reset(), or a mask of all True)")
 #: gymnasium's own texts for the split calls out of order, with the fix
-NOTHING_PENDING = "Calling `{method}` without any prior call to `{call}_async`; call {call}_async() first"
+NOTHING_PENDING = "Calling `{method}` without any prior call to `{call}_async`. Call {call}_async() first"
 PENDING = "Calling `{method}` while waiting for a pending call to `{call}` to complete; call {call}_wait() first"
+CLOSE_PENDING = ("Calling `close` while waiting for a pending call to `{call}` to complete. Its results are "
+                 "dropped and the envs closed")
 
 
 class GymnasiumVectorEnv(VectorEnv):
@@ -286,7 +289,11 @@ class GymnasiumVectorEnv(VectorEnv):
             self.venv.set_attr(name, values)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close the VecEnv (workers joined, shared memory released)."""
+        """Close the VecEnv (workers joined, shared memory released); a ``reset_async`` or
+        ``step_async`` still waiting for its wait is dropped with a UserWarning, as gymnasium does."""
+        if self._async_call is not None:
+            warnings.warn(CLOSE_PENDING.format(call=self._async_call[0]), UserWarning, stacklevel=3)
+            self._async_call = None
         self.venv.close()
 
     def __repr__(self) -> str:
