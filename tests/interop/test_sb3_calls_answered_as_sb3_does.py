@@ -162,3 +162,11 @@ def test_render_of_envs_made_for_humans_lets_each_draw_itself(make, closing):
     assert venv.get_attr("drawn") == [2, 2]
     with pytest.raises(ValueError, match=r"render\(\): mode must be one of"):
         venv.render("something_else")
+
+
+def test_vec_normalize_refuses_what_it_cannot_normalize_in_sb3s_words(closing):
+    with pytest.raises(ValueError, match=r"VecNormalize\(norm_obs=True\) only supports Box or Dict observation "
+                                         r"spaces, received Discrete\(48\); pass norm_obs=False"):
+        VecNormalize(closing(backends.dummy([lambda: gym.make("CliffWalking-v1")])))
+    with pytest.raises(ValueError, match=r"norm_obs_keys=\['key'\] is applicable only to a Dict observation space"):
+        VecNormalize(closing(backends.dummy([cartpole])), norm_obs_keys=["key"])

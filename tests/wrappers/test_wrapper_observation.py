@@ -90,5 +90,5 @@ def test_extract_dict_obs_errors():
     valid = r"key 'pixels' is not in the observation space \(valid keys: \['image', 'vec'\]\)"
     with pytest.raises(ValueError, match=valid):
         VecExtractDictObs(DummyVecEnv([DictFrameEnv]), "pixels")
-    with pytest.raises(ValueError, match=r"is applicable only to a Dict observation space, received Box"):
+    with pytest.raises(ValueError, match=r"needs a Dict observation space, received Box"):
         VecExtractDictObs(DummyVecEnv([SeededEnv]), "pos")
