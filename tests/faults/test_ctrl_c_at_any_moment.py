@@ -55,7 +55,7 @@ VARIANTS = [  # (id, factory, rounds)
     pytest.param(functools.partial(SubprocVecEnv, in_series=2), 100, id="subproc-shm"),
     pytest.param(functools.partial(SubprocVecEnv, in_series="auto"), 100, id="subproc-shm-parent-slice"),
     pytest.param(functools.partial(SubprocVecEnv, in_series=2, shared_memory=False), 100, id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), 10, id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), 10, id="ray", marks=backends.ray_marks),
     pytest.param(_ale, 10, id="ale", marks=pytest.mark.skipif(importlib.util.find_spec("ale_py") is None,
                                                              reason="ale-py is not installed")),
 ]

@@ -129,7 +129,7 @@ BACKENDS = [
                  id="subproc-series1-pipes"),
     pytest.param(made_of(functools.partial(SubprocVecEnv, in_series="auto", shared_memory=False)),
                  id="subproc-auto-pipes"),
-    pytest.param(made_of(functools.partial(backends.ray, in_series=1)), id="ray", marks=backends.needs_ray),
+    pytest.param(made_of(functools.partial(backends.ray, in_series=1)), id="ray", marks=backends.ray_marks),
     pytest.param(functools.partial(multiagent, vec_env_cls="subproc"), id="multiagent-subproc"),
     pytest.param(functools.partial(multiagent, vec_env_cls="dummy"), id="multiagent-dummy"),
 ]
