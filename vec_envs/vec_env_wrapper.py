@@ -164,6 +164,9 @@ class VecEnvWrapper(VecEnvBase):
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         return self.venv.env_is_wrapped(wrapper_class, indices)
 
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
     def get_images(self) -> list[np.ndarray]:
         return self.venv.get_images()
 
