@@ -1,5 +1,5 @@
 """`python scripts/convert_vecnormalize.py`: the `vec-envs-convert-vecnormalize` command."""
-from vec_envs.cli.convert_vecnormalize import main
+from vec_envs_commands import convert_vecnormalize as main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,5 +1,5 @@
 """`python scripts/train_ppo.py`: the `vec-envs-train-ppo` command (vec_envs/cli/train_ppo.py)."""
-from vec_envs.cli.train_ppo import main
+from vec_envs_commands import train_ppo as main
 
 if __name__ == "__main__":
     raise SystemExit(main())

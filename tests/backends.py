@@ -23,6 +23,8 @@ def ray(env_fns, **kwargs):
 
 
 needs_ray = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")
+#: the marks of a Ray backend's variant: skipped without Ray, and slow (each test starts actors)
+ray_marks = [needs_ray, pytest.mark.slow]
 
 
 #: (factory(env_fns, copy=...) -> VecEnv) with a readable id
@@ -34,7 +36,8 @@ BACKENDS = [
     pytest.param(functools.partial(subproc, in_series=3), id="subproc-uneven3"),
     pytest.param(functools.partial(subproc, in_series="auto", shared_memory=False), id="subproc-pipes"),
     pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc-fork"),
-    pytest.param(functools.partial(subproc, in_series=2, context="spawn"), id="subproc-spawn"),
+    # spawn starts every worker with a fresh interpreter that imports everything again: slow
+    pytest.param(functools.partial(subproc, in_series=2, context="spawn"), id="subproc-spawn", marks=pytest.mark.slow),
     # more Ray variants: contract/test_ray_vec_env.py
-    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
+    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=ray_marks),
 ]

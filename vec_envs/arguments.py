@@ -106,16 +106,18 @@ def resolve_index(index: Any, num_envs: int, method: str) -> int:
     return resolve_indices(index, num_envs, method)[0]
 
 
-def _check_seed(value: Any, what: str) -> int:
+def _check_seed(value: Any, what: str, method: str = "seed") -> int:
     if not _is_int(value):
-        raise TypeError(f"seed(): {what} must be an int >= 0 or None, received {value!r} ({type(value).__name__})")
+        raise TypeError(f"{method}(): {what} must be an int >= 0 or None, received {value!r} "
+                        f"({type(value).__name__})")
     if value < 0:
-        raise ValueError(f"seed(): {what} must be an int >= 0 or None, received {value!r}")
+        raise ValueError(f"{method}(): {what} must be an int >= 0 or None, received {value!r}")
     return int(value)
 
 
-def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
+def resolve_seeds(seed: Any, num_envs: int, method: str = "seed", per: str = "one per env") -> list[int | None]:
     """One seed per env: ``seed + i`` for an int, the entries of a sequence of ``num_envs``.
+    ``method`` names the call in the messages, ``per`` whose seeds they are.
 
     Example:
         >>> resolve_seeds(7, 3)
@@ -123,15 +125,18 @@ def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
         >>> resolve_seeds(1.5, 3)
         Traceback (most recent call last):
         TypeError: seed(): seed must be an int >= 0 or None, received 1.5 (float)
+        >>> resolve_seeds([1, 2], 3, "reset_envs", "one per env named")
+        Traceback (most recent call last):
+        ValueError: reset_envs(): expected 3 seeds (one per env named), received 2
     """
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     if _is_int(seed) or _is_bool(seed) or not hasattr(seed, "__len__") or isinstance(seed, (str, bytes)):
-        base = _check_seed(seed, "seed")
+        base = _check_seed(seed, "seed", method)
         return [base + i for i in range(num_envs)]
-    seeds = [None if s is None else _check_seed(s, f"seed[{j}]") for j, s in enumerate(seed)]
+    seeds = [None if s is None else _check_seed(s, f"seed[{j}]", method) for j, s in enumerate(seed)]
     if len(seeds) != num_envs:
-        raise ValueError(f"seed(): expected {num_envs} seeds (one per env), received {len(seeds)}")
+        raise ValueError(f"{method}(): expected {num_envs} seeds ({per}), received {len(seeds)}")
     return seeds
 
 

@@ -1,7 +1,9 @@
 """The error classes every backend and wrapper raises.
 
 Each is a ``VecEnvError``, and also the builtin error it refines where one fits
-(``EnvTimeoutError`` is a ``TimeoutError``), so a caller catches either.
+(``EnvTimeoutError`` is a ``TimeoutError``), and gymnasium's error of the same name where
+gymnasium has one (``AlreadyPendingCallError``, ``NoAsyncCallError``,
+``ClosedEnvironmentError``), so a caller catches any of them.
 
 Example:
     >>> import gymnasium as gym
@@ -15,6 +17,10 @@ Example:
     DummyVecEnv.reset() called after close(); make a new DummyVecEnv instead
 """
 from __future__ import annotations
+
+import multiprocessing
+
+from gymnasium import error as gym_error
 
 __all__ = [
     "VecEnvError",
@@ -40,16 +46,26 @@ class VecEnvError(Exception):
     """Base class of every error this package raises on purpose."""
 
 
-class ClosedEnvironmentError(VecEnvError):
-    """A method was called on a VecEnv after ``close()``."""
+class ClosedEnvironmentError(VecEnvError, gym_error.ClosedEnvironmentError):
+    """A method was called on a VecEnv after ``close()`` (also gymnasium's error of that name)."""
 
 
-class AlreadyPendingCallError(VecEnvError):
-    """``step_async`` / ``reset_async`` while another call still waits for its ``*_wait``."""
+class AlreadyPendingCallError(VecEnvError, gym_error.AlreadyPendingCallError):
+    """``step_async`` / ``reset_async`` while another call still waits for its ``*_wait``
+    (also gymnasium's error of that name; ``name``: the pending call, when known)."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        Exception.__init__(self, message)
+        self.name = name
 
 
-class NoAsyncCallError(VecEnvError):
-    """``step_wait`` / ``reset_wait`` with no matching ``*_async`` call pending."""
+class NoAsyncCallError(VecEnvError, gym_error.NoAsyncCallError):
+    """``step_wait`` / ``reset_wait`` with no matching ``*_async`` call pending (also
+    gymnasium's error of that name; ``name``: the wait called, when known)."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        Exception.__init__(self, message)
+        self.name = name
 
 
 class EnvWorkerError(VecEnvError):
@@ -100,8 +116,10 @@ class BrokenVecEnvError(VecEnvError):
         self.failed_method = failed_method
 
 
-class EnvTimeoutError(VecEnvError, TimeoutError):
-    """A wait ran past its timeout; ``env_indices`` lists the envs still busy."""
+class EnvTimeoutError(VecEnvError, TimeoutError, multiprocessing.TimeoutError):
+    """A wait ran past its timeout; ``env_indices`` lists the envs still busy. Also the
+    builtin ``TimeoutError`` and ``multiprocessing.TimeoutError`` (which gymnasium's
+    ``AsyncVectorEnv`` raises)."""
 
     def __init__(self, message: str, *, env_indices: list[int], method: str, timeout: float) -> None:
         super().__init__(message)

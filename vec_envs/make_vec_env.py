@@ -34,7 +34,10 @@ def _build_env(env_id_or_fn: str | Callable[..., Any], env_kwargs: dict, monitor
                wrapper_class: Callable[..., gym.Env] | None, wrapper_kwargs: dict) -> Any:
     """One env: made, monitored (when ``monitor_file``), then wrapped, as SB3 does."""
     if isinstance(env_id_or_fn, str):
-        env = make_env(env_id_or_fn, **env_kwargs)
+        try:  # frames by default, as in SB3, so that render() and VecVideoRecorder work
+            env = make_env(env_id_or_fn, **{"render_mode": "rgb_array", **env_kwargs})
+        except TypeError:  # an env that takes no render_mode
+            env = make_env(env_id_or_fn, **env_kwargs)
     else:
         env = env_id_or_fn(**env_kwargs)
     if monitor_file is not None:
@@ -88,7 +91,8 @@ def make_vec_env(
         monitor_dir: if given, env i writes its episodes to
             ``<monitor_dir>/<start_index + i>.monitor.csv`` (SB3's Monitor format).
         wrapper_class: a single-env wrapper applied to every env (after the monitor).
-        env_kwargs: keyword arguments of ``gym.make`` / the callable.
+        env_kwargs: keyword arguments of ``gym.make`` / the callable; a registered id is made
+            with ``render_mode="rgb_array"`` unless they name another (as in SB3).
         vec_env_cls: the backend: a class, or ``"dummy"`` (default), ``"subproc"``, ``"ray"``.
         vec_env_kwargs: keyword arguments of the backend.
         wrapper_kwargs: keyword arguments of ``wrapper_class``.

@@ -45,6 +45,7 @@ PENDING = ("{cls}.{method}() called while {pending}_async() still waits for its 
            "call {pending}_wait() first")
 NOTHING_PENDING = "{cls}.{method}() called with no {call}_async() pending; call {call}_async() first"
 RENDER_MODES = ("human", "rgb_array")
+UNKNOWN = object()  # a value not asked for yet
 
 
 class VecEnvBase(BackendHooks):
@@ -94,6 +95,7 @@ class VecEnvBase(BackendHooks):
     _step_in_one: ClassVar[bool] = True
     #: the backend reports whole episodes in ``infos[i]["episode"]`` itself, as SB3's Monitor does
     reports_whole_episodes: ClassVar[bool] = False
+    _render_mode: Any = UNKNOWN  # the envs' render mode, asked of them at the first read
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -344,9 +346,9 @@ class VecEnvBase(BackendHooks):
                 self._seeds[i] = None
             return seeds
         if isinstance(seed, (int, np.integer)):
-            every = resolve_seeds(seed, self.num_envs)
+            every = resolve_seeds(seed, self.num_envs, "reset_envs")
             return [every[i] for i in ids]
-        return resolve_seeds(seed, len(ids))
+        return resolve_seeds(seed, len(ids), "reset_envs", "one per env named")
 
     # ------------------------------------------------------ states (planning)
     def get_states(self, indices: VecEnvIndices = None) -> list[Any]:
@@ -409,11 +411,42 @@ class VecEnvBase(BackendHooks):
         actions = check_actions(self.action_space, actions, self.num_envs, "step_batch", owner=self._action_owner)
         return run_step_batch(self._step_batch, actions, states, dt, return_states, self.num_envs)
 
-    def render(self, mode: str = "human") -> np.ndarray | None:
-        """``rgb_array``: the tiled frames of all envs; ``human``: show them in one window."""
-        if mode not in RENDER_MODES:
-            raise ValueError(f"render(): mode must be one of {RENDER_MODES}, received {mode!r}")
+    @property
+    def render_mode(self) -> str | None:
+        """The envs' ``render_mode`` (``"rgb_array"``, ``"human"``, ...), as SB3's VecEnvs
+        have it: asked of the envs at the first read, then kept; None when they have none
+        or differ."""
+        if self._render_mode is UNKNOWN:
+            try:
+                modes = self.get_attr("render_mode")
+            except (AttributeError, VecEnvError):
+                modes = [None]
+            self._render_mode = modes[0] if all(mode == modes[0] for mode in modes) else None
+        mode: str | None = self._render_mode
+        return mode
+
+    @render_mode.setter
+    def render_mode(self, mode: str | None) -> None:
+        self._render_mode = mode
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether every env has ``attr_name``, looked up through its wrappers as ``get_attr``
+        looks it up (SB3's ``has_attr``). Asked where the envs run: nothing is copied back,
+        so an attribute that cannot be pickled is found too."""
+        return all(self.env_method("has_wrapper_attr", attr_name))
+
+    def render(self, mode: str | None = None) -> np.ndarray | None:
+        """``rgb_array``: the tiled frames of all envs; ``human``: show them in one window
+        (envs made with ``render_mode="human"`` draw their own: their ``render()`` is
+        called). None, as in SB3: the envs' ``render_mode`` (``human`` for any other)."""
+        if mode is not None and mode not in RENDER_MODES:
+            raise ValueError(f"render(): mode must be one of {RENDER_MODES} or None, received {mode!r}")
         self._check_open("render")
+        if mode is None:
+            mode = "rgb_array" if self.render_mode == "rgb_array" else "human"
+        if mode == "human" and self.render_mode == "human":
+            self.env_method("render")
+            return None
         if mode == "human" and self._viewer is None:
             from vec_envs.rendering.opencv_viewer import OpenCVViewer
 

@@ -10,10 +10,12 @@ from gymnasium import spaces
 from vec_envs.env_states import EnvStates
 from vec_envs.spaces.batching import batch_of_one, get_row
 from vec_envs.types import VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
-from vec_envs.vec_env_base import VecEnvBase
+from vec_envs.vec_env_base import UNKNOWN, VecEnvBase
 
 __all__ = ["ResetRows", "VecEnvWrapper", "VecEnvObservationWrapper"]
 
+AMBIGUOUS = ("{cls} has no attribute {name!r}, and more than one VecEnv beneath it has one: {owners}; read it "
+             "on the one you mean")
 NO_RECV = ("{cls}.{method}(): {cls} does its own work in {where}() but has no {needed}() for "
            "asynchronous batches; use reset()/step(), or give it a {needed}() that follows env_ids")
 NO_RECV_OVER_STEP = ("{cls}.{method}(): {cls} overrides step(), which recv()/send() never call, so its work would "
@@ -180,6 +182,9 @@ class VecEnvWrapper(VecEnvBase):
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         return self.venv.env_is_wrapped(wrapper_class, indices)
 
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
     def get_images(self) -> list[np.ndarray]:
         return self.venv.get_images()
 
@@ -211,9 +216,24 @@ class VecEnvWrapper(VecEnvBase):
     def unwrapped(self) -> VecEnvBase:
         return self.venv.unwrapped
 
+    @property
+    def render_mode(self) -> str | None:
+        """The wrapped VecEnv's ``render_mode`` (unless one is set on this wrapper)."""
+        if self._render_mode is UNKNOWN:
+            return self.venv.render_mode
+        mode: str | None = self._render_mode
+        return mode
+
+    @render_mode.setter
+    def render_mode(self, mode: str | None) -> None:
+        self._render_mode = mode
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "venv":
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        owners = _owners(self.venv, name)
+        if len(owners) > 1:
+            raise AttributeError(AMBIGUOUS.format(cls=type(self).__name__, name=name, owners=", ".join(owners)))
         return getattr(self.venv, name)
 
     def __repr__(self) -> str:
@@ -274,6 +294,18 @@ class VecEnvObservationWrapper(VecEnvWrapper):
             if "terminal_observation" in infos[j]:
                 index = int(j if env_ids is None else env_ids[j])
                 infos[j]["terminal_observation"] = self.process_terminal(index, infos[j]["terminal_observation"])
+
+
+def _owners(venv: VecEnvBase, name: str) -> list[str]:
+    """The layers of ``venv``'s stack (outermost first, down to the backend) that hold
+    ``name`` themselves, each as ``"Class (venv.venv...)"``."""
+    owners, path, layer = [], "venv", venv
+    while True:
+        if name in vars(layer) or hasattr(type(layer), name):
+            owners.append(f"{type(layer).__name__} ({path})")
+        if not isinstance(layer, VecEnvWrapper):
+            return owners
+        layer, path = layer.venv, path + ".venv"
 
 
 def _definer_depth(cls: type, name: str) -> int:

@@ -72,6 +72,8 @@ class RunningMeanStd:
 
     Args:
         shape: the shape of one sample.
+        epsilon: the count to start from (SB3 starts from 1e-4 samples of mean 0 and
+            variance 1; here the default is none, so the first batch sets the statistics).
 
     Example:
         >>> rms = RunningMeanStd(shape=(2,))
@@ -80,11 +82,11 @@ class RunningMeanStd:
         (array([1., 2.]), array([1., 1.]), 2.0)
     """
 
-    def __init__(self, shape: Sequence[int] = ()) -> None:
+    def __init__(self, shape: Sequence[int] = (), epsilon: float = 0.0) -> None:
         self.shape = tuple(shape)
         self.mean = np.zeros(self.shape, np.float64)
         self.var = np.ones(self.shape, np.float64)
-        self.count = 0.0
+        self.count = float(epsilon)
         self._buffers: _Buffers | None = None
 
     # ---------------------------------------------------------------- updates
@@ -142,6 +144,22 @@ class RunningMeanStd:
         self.var += np.multiply(batch_var, w_new, out=term)
         self.mean += np.multiply(delta, w_new, out=delta)
         self.count = float(total)
+
+    def combine(self, other: RunningMeanStd) -> None:
+        """Merge the statistics of ``other`` (of the same shape) into these.
+
+        Example:
+            >>> a, b = RunningMeanStd(), RunningMeanStd()
+            >>> a.update(np.array([0.0, 2.0])); b.update(np.array([4.0, 6.0]))
+            >>> a.combine(b)
+            >>> a.mean, a.var, a.count
+            (array(3.), array(5.), 4.0)
+        """
+        if np.shape(other.mean) != self.shape:
+            raise ValueError(f"RunningMeanStd.combine(): expected statistics of shape {self.shape}, received "
+                             f"shape {np.shape(other.mean)}")
+        self.update_from_moments(np.asarray(other.mean, np.float64), np.asarray(other.var, np.float64),
+                                 float(other.count))
 
     def _merge_exact_sums(self, batch32: np.ndarray) -> None:
         """Merge a float32 batch of integers in 0..255 from its exact sums (in float32).

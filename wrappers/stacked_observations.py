@@ -84,6 +84,24 @@ class StackedObservations:
         self.stacked_observation_space = spaces.Dict(
             {key: stack.stacked_observation_space for key, stack in self.sub.items()})
 
+    @staticmethod
+    def compute_stacking(n_stack: int, observation_space: spaces.Box,
+                         channels_order: str | None = None) -> tuple[bool, int, tuple[int, ...], int]:
+        """Where ``n_stack`` observations of ``observation_space`` are stacked, as SB3's
+        ``StackedObservations.compute_stacking`` says it: ``(channels_first,
+        stack_dimension, stacked_shape, repeat_axis)``, the stacking axis of a batch (1 or
+        -1) and of one observation (0 or -1), and the stacked observation's shape.
+
+        Example:
+            >>> StackedObservations.compute_stacking(4, spaces.Box(0, 255, (3, 84, 84), np.uint8))
+            (True, 1, (12, 84, 84), 0)
+        """
+        channels_first = is_channels_first(observation_space, channels_order)
+        repeat_axis = 0 if channels_first else -1
+        stacked_shape = list(observation_space.shape)
+        stacked_shape[repeat_axis] *= n_stack
+        return channels_first, 1 if channels_first else -1, tuple(stacked_shape), repeat_axis
+
     def _init_box(self, space: spaces.Box, channels_order: Any, where: str) -> None:
         if isinstance(channels_order, Mapping):
             raise ValueError(BAD_CHANNELS_ORDER.format(where=where, value=channels_order)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +18,8 @@ from vec_envs.vec_env_wrapper import VecEnvWrapper
 
 __all__ = ["VecMonitor", "monitor_path"]  # monitor_path: defined in monitor_csv.py
 
+ALREADY_MONITORED = ("VecMonitor: env(s) {envs} are wrapped in Stable-Baselines3's Monitor, whose "
+                     "info['episode'] this VecMonitor overwrites with its own counts; keep one of the two")
 MISSING_INFO_KEY = ("VecMonitor: info_keywords names {key!r}, but the info of env {index} at the end of "
                     "its episode has only the keys {keys}")
 
@@ -52,6 +56,7 @@ class VecMonitor(VecEnvWrapper):
     def __init__(self, venv: VecEnvBase, filename: str | os.PathLike | None = None,
                  info_keywords: Sequence[str] = ()) -> None:
         super().__init__(venv)
+        _warn_if_monitored(venv)
         self.info_keywords = tuple(info_keywords)
         self.t_start = time.time()
         self.episode_returns = np.zeros(self.num_envs, np.float64)
@@ -136,3 +141,20 @@ class VecMonitor(VecEnvWrapper):
                 self.results_writer.close()
         finally:
             super().close()
+
+
+def _warn_if_monitored(venv: VecEnvBase) -> None:
+    """A UserWarning naming the envs wrapped in SB3's ``Monitor``, as SB3's VecMonitor warns.
+
+    Envs wrapped in it were built by code that imported SB3's module: when it is not
+    imported, no env has it (and SB3 is not imported for the question)."""
+    module = sys.modules.get("stable_baselines3.common.monitor")
+    if module is None:
+        return
+    try:
+        wrapped = venv.env_is_wrapped(module.Monitor)
+    except (AttributeError, NotImplementedError, VecEnvError):
+        return
+    envs = [i for i, is_wrapped in enumerate(wrapped) if is_wrapped]
+    if envs:
+        warnings.warn(ALREADY_MONITORED.format(envs=envs), UserWarning, stacklevel=3)

@@ -38,7 +38,7 @@ FILE_NEWER = ("VecNormalize.load(): {path} has format version {found}, newer tha
               "that this vec_envs reads; upgrade vec_envs to load it")
 FILE_WRONG_SPACE = ("VecNormalize.load(): {path} holds statistics for observation space {saved}, but "
                     "the venv passed to load() has observation space {received}")
-UNSUPPORTED_SPACE = ("VecNormalize(norm_obs=True) normalizes Box or Dict observation spaces, received "
+UNSUPPORTED_SPACE = ("VecNormalize(norm_obs=True) only supports Box or Dict observation spaces, received "
                      "{space}; pass norm_obs=False to scale rewards only")
 BAD_OBS_KEY = ("VecNormalize: norm_obs_keys entry {key!r} is not a Box key of the observation space "
                "(valid keys: {valid})")
@@ -232,12 +232,37 @@ class VecNormalize(VecEnvWrapper):
     def _normalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
         return rms.normalize(x, self.epsilon, self.clip_obs)
 
-    def normalize_reward(self, rewards: np.ndarray) -> np.ndarray:
-        """Divide by the running std of the discounted return, clip (no mean subtracted)."""
+    def normalize_reward(self, rewards: Any) -> Any:
+        """Divide by the running std of the discounted return, clip (no mean subtracted).
+
+        ``rewards``: a batch, or one reward (a number: the result is a float32 scalar)."""
         if not self.norm_reward:
             return rewards
         scaled = np.divide(rewards, math.sqrt(float(self.ret_rms.var) + self.epsilon), dtype=np.float32)
+        if not isinstance(scaled, np.ndarray):  # one reward
+            return np.float32(min(max(scaled, -self.clip_reward), self.clip_reward))
         return np.clip(scaled, -self.clip_reward, self.clip_reward, out=scaled)
+
+    def unnormalize_obs(self, obs: Any) -> Any:
+        """``normalize_obs`` undone with the current statistics (clipping aside): a batch or
+        a single observation, as float64 (a Dict's keys that are not normalized as they are)."""
+        if not self.norm_obs:
+            return obs
+        if isinstance(self.obs_rms, RunningMeanStd):
+            return self._unnormalize_leaf(obs, self.obs_rms)
+        out = dict(obs)
+        for key, rms in (self.obs_rms or {}).items():
+            out[key] = self._unnormalize_leaf(obs[key], rms)
+        return out
+
+    def _unnormalize_leaf(self, x: np.ndarray, rms: RunningMeanStd) -> np.ndarray:
+        return np.asarray(x) * np.sqrt(rms.var + self.epsilon) + rms.mean
+
+    def unnormalize_reward(self, rewards: Any) -> Any:
+        """``normalize_reward`` undone with the current statistics (clipping aside)."""
+        if not self.norm_reward:
+            return rewards
+        return rewards * math.sqrt(float(self.ret_rms.var) + self.epsilon)
 
     def get_original_obs(self) -> VecEnvObs | None:
         """The observations of the last reset / step, before normalization (None before any)."""
@@ -331,7 +356,7 @@ def _obs_keys(space: spaces.Space, norm_obs_keys: Sequence[str] | None) -> list[
     """None for a Box space, the keys to normalize for a Dict space."""
     if isinstance(space, spaces.Box):
         if norm_obs_keys is not None:
-            raise ValueError(f"VecNormalize: norm_obs_keys={list(norm_obs_keys)!r} needs a Dict "
+            raise ValueError(f"VecNormalize: norm_obs_keys={list(norm_obs_keys)!r} is applicable only to a Dict "
                              f"observation space, received {space}")
         return None
     if not isinstance(space, spaces.Dict):

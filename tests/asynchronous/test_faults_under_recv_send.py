@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.backends import needs_ray, ray
+from tests.backends import ray, ray_marks
 from tests.helpers import alive, fns_with
 from vec_envs import SubprocVecEnv
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
@@ -35,7 +35,7 @@ def drive(venv, rounds, action=0):
 
 
 @pytest.mark.parametrize("make", [*VARIANTS, pytest.param(functools.partial(ray, in_series=2), id="ray",
-                                                          marks=needs_ray)])
+                                                          marks=ray_marks)])
 def test_env_exception_names_the_env(make, closing):
     venv = closing(make(fns_with("step"), batch_size=2))
     start = time.monotonic()

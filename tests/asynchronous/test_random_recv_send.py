@@ -17,6 +17,8 @@ from tests.faulty_envs import BAD_STEP_OUTPUTS, OutputEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import EnvTimeoutError, VecEnvError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N, ROUNDS, LENGTH, HANG_S = 4, 16, 3, 10.0
 #: every error a user may see from bad input or a bad env; anything else is a bug
 DOCUMENTED = (ValueError, TypeError, IndexError, VecEnvError)

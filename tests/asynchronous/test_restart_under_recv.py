@@ -18,7 +18,7 @@ BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=2), id="subproc-series2"),
     pytest.param(functools.partial(backends.subproc, in_series=2, step_in_parent=True), id="subproc-in-parent"),
     pytest.param(functools.partial(backends.subproc, in_series=2, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.ray_marks),
 ]
 FAULTS = ["step", "kill"]
 

@@ -19,7 +19,7 @@ BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series=2), id="subproc-series2"),
     pytest.param(functools.partial(backends.subproc, in_series=1, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.ray_marks),
 ]
 REFUSED = (r"DoubledInStep\.{method}\(\): DoubledInStep overrides step\(\), which recv\(\)/send\(\) never call, "
            r"so its work would be skipped on asynchronous batches; use reset\(\)/step\(\), or move the work to "

@@ -14,6 +14,8 @@ from vec_envs import ALEVecEnv  # noqa: E402
 from vec_envs.ale.ale_options import AtariOptions  # noqa: E402
 from vec_envs.interop import to_gymnasium  # noqa: E402
 
+pytestmark = pytest.mark.slow  # steps Atari emulators
+
 N = 3
 #: short games (a time limit of 60 frames: 15 steps), lost lives as episode ends
 OPTIONS = {"frame_stack": 4, "max_num_frames_per_episode": 60, "clip_rewards": False}

@@ -25,6 +25,8 @@ from vec_envs.errors import (  # noqa: E402
 from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize, VecTransposeImage  # noqa: E402
 from vec_envs.wrappers.atari import make_atari_env  # noqa: E402
 
+pytestmark = pytest.mark.slow  # steps Atari emulators
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 3
 
@@ -455,3 +457,13 @@ def test_gymnasium_and_sb3_adapters_run_it(closing):
     assert obs.shape == (2, 4, 84, 84)
     assert rewards.shape == (2,)
     assert sb3.render_mode is None
+
+
+def test_has_attr_and_render_mode_answer_what_get_attr_knows():
+    venv = VecFrameStack(ALEVecEnv("Pong", num_envs=2, render_mode="rgb_array"), 2)
+    try:
+        assert venv.has_attr("render_mode") and venv.has_attr("spec")
+        assert not venv.has_attr("lives")
+        assert venv.render_mode == "rgb_array"
+    finally:
+        venv.close()

@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # steps Atari emulators
+
 pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -e '.[atari]'")
 cv2 = pytest.importorskip("cv2")
 

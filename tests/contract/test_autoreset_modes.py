@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from tests.backends import dummy, needs_ray, ray, subproc
+from tests.backends import dummy, ray, ray_marks, subproc
 from tests.envs import QuietEnv, SeededEnv
 from tests.helpers import assert_same, assert_same_step
 from vec_envs import DummyVecEnv
@@ -26,7 +26,7 @@ BACKENDS = [
     pytest.param(functools.partial(subproc, in_series=1, context="fork"), id="subproc-shm-series1"),
     pytest.param(functools.partial(subproc, in_series="auto", context="fork"), id="subproc-shm-auto"),
     pytest.param(functools.partial(subproc, in_series=2, context="fork", shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
+    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=ray_marks),
 ]
 MODES = [pytest.param(AutoresetMode.NEXT_STEP, id="next_step"), pytest.param(AutoresetMode.DISABLED, id="disabled")]
 
@@ -114,7 +114,7 @@ RECV_BACKENDS = [
     pytest.param(functools.partial(subproc, in_series=2, context="fork", batch_size=1), id="subproc-shm-series2"),
     pytest.param(functools.partial(subproc, in_series=2, context="fork", shared_memory=False, batch_size=3),
                  id="subproc-pipes"),
-    pytest.param(functools.partial(ray, in_series=2, batch_size=2), id="ray-series2", marks=needs_ray),
+    pytest.param(functools.partial(ray, in_series=2, batch_size=2), id="ray-series2", marks=ray_marks),
 ]
 
 

@@ -33,7 +33,10 @@ from vec_envs.errors import ClosedEnvironmentError, EnvTimeoutError, EnvWorkerEr
 from vec_envs.ray import ray_vec_env
 from vec_envs.ray.ray_vec_env import connect_ray, default_cpus_per_worker
 
-pytestmark = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")
+pytestmark = [
+    pytest.mark.slow,  # starts Ray or compares every backend over many steps
+    pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed"),
+]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECONDS = 15  # an error must arrive well within this (actor start-up included)

@@ -12,6 +12,8 @@ from tests.envs import DictObsEnv
 from tests.helpers import assert_same, run_trace
 from vec_envs import DummyVecEnv
 
+pytestmark = pytest.mark.slow  # starts Ray or compares every backend over many steps
+
 WORKER_BACKENDS = [p for p in BACKENDS if p.id != "dummy"]
 STEPS = 1000
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.markdown_blocks import REPO, TIMEOUT_S, python_blocks, run_block
 
+pytestmark = pytest.mark.slow  # builds the site or runs every example of its pages
+
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 BLOCKS = [(f"docs/{page.name}:{line}", code) for page in PAGES for line, code in python_blocks(page)]

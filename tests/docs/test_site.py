@@ -13,6 +13,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds the site
+
 #: the packages whose ``__all__`` is the public API: each name needs a page of its own
 PUBLIC_MODULES = ["vec_envs", "vec_envs.errors", "vec_envs.types", "vec_envs.kernels", "vec_envs.wrappers",
                   "vec_envs.wrappers.atari", "vec_envs.ale", "vec_envs.interop", "vec_envs.multiagent"]

@@ -24,7 +24,7 @@ BACKENDS = [
     pytest.param(backends.dummy, id="dummy"),
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series="auto"), id="subproc-auto"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.ray_marks),
 ]
 BROKEN = r"{method}\(\) refused: env 2 raised in {failed}\(\) .*call reset\(\) to start every env afresh, or close\(\)"
 #: the env's own exception (DummyVecEnv), or EnvWorkerError naming the env (worker backends)

@@ -14,12 +14,14 @@ import pytest
 from tests import backends
 from tests.faulty_envs import SlowStepEnv
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 4
 BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series=2), id="subproc-series2"),
     pytest.param(functools.partial(backends.subproc, in_series=1, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.ray_marks),
 ]
 KILLED = r"\.close\(\): envs (\[[\d, ]*\]) \(workers \[[\d, ]*\]\) were still busy after \d+\.\d s and were killed"
 

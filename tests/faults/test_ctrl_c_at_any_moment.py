@@ -24,6 +24,8 @@ from tests.helpers import children
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError, NoAsyncCallError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 4
 FIX = "call reset() to start every env afresh, or close()"
 
@@ -53,7 +55,7 @@ VARIANTS = [  # (id, factory, rounds)
     pytest.param(functools.partial(SubprocVecEnv, in_series=2), 100, id="subproc-shm"),
     pytest.param(functools.partial(SubprocVecEnv, in_series="auto"), 100, id="subproc-shm-parent-slice"),
     pytest.param(functools.partial(SubprocVecEnv, in_series=2, shared_memory=False), 100, id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), 10, id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), 10, id="ray", marks=backends.ray_marks),
     pytest.param(_ale, 10, id="ale", marks=pytest.mark.skipif(importlib.util.find_spec("ale_py") is None,
                                                              reason="ale-py is not installed")),
 ]

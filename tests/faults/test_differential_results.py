@@ -27,6 +27,8 @@ from tests.planted_envs import ACTION_SPACES, RAISING_INFOS, ActionEnv, Planted,
 from vec_envs import kernels
 from vec_envs.errors import EnvWorkerError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 3
 EXAMPLES = int(os.environ.get("VEC_ENVS_DIFFERENTIAL_EXAMPLES", "0")) or None
 SETTINGS = settings(max_examples=EXAMPLES or 60, deadline=None, derandomize=EXAMPLES is None,

@@ -15,6 +15,8 @@ import pytest
 
 from vec_envs.subproc.child import parent_alive
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 GRACE_S = 5.0  # a worker still there this long after its parent died is a leak
 PARENT = textwrap.dedent('''
     import os

@@ -24,6 +24,8 @@ from tests.faulty_envs import BAD_STEP_OUTPUTS, OutputEnv, SlowStepEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError, EnvTimeoutError, EnvWorkerError, VecEnvError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 4
 CYCLES = int(os.environ.get("VEC_ENVS_FAULT_CYCLES", "100"))  # each fault 20 times, in random places
 #: every error a user may see from bad input or a bad env; anything else is a bug

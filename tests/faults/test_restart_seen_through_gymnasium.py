@@ -18,7 +18,7 @@ BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series=2), id="subproc-series2"),
     pytest.param(functools.partial(backends.subproc, in_series=2, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.ray_marks),
 ]
 #: env 0 fails at its 3rd step, when the others end their first episode normally
 FNS = [functools.partial(FaultyEnv, "step", after=2)] + [functools.partial(SeededEnv, length=3)] * (N - 1)

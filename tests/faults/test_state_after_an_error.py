@@ -27,6 +27,8 @@ from tests import backends
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.errors import BrokenVecEnvError
 
+pytestmark = pytest.mark.slow  # kills, interrupts or fuzzes worker processes many times over
+
 N = 2
 API = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
 SLOW_S = 0.6  # the slow step a Ctrl-C stops
@@ -127,7 +129,7 @@ BACKENDS = [
                  id="subproc-series1-pipes"),
     pytest.param(made_of(functools.partial(SubprocVecEnv, in_series="auto", shared_memory=False)),
                  id="subproc-auto-pipes"),
-    pytest.param(made_of(functools.partial(backends.ray, in_series=1)), id="ray", marks=backends.needs_ray),
+    pytest.param(made_of(functools.partial(backends.ray, in_series=1)), id="ray", marks=backends.ray_marks),
     pytest.param(functools.partial(multiagent, vec_env_cls="subproc"), id="multiagent-subproc"),
     pytest.param(functools.partial(multiagent, vec_env_cls="dummy"), id="multiagent-dummy"),
 ]

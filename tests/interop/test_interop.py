@@ -271,6 +271,7 @@ def test_sb3_vec_normalize_over_to_sb3_matches_it_over_sb3s_dummy_vec_env(closin
                 assert_same(got_info["terminal_observation"], want_info["terminal_observation"])
 
 
+@pytest.mark.slow  # trains SB3's PPO
 def test_sb3_ppo_trains_on_our_wrappers_in_worker_processes(closing, tmp_path):
     from stable_baselines3 import PPO
 
@@ -307,6 +308,7 @@ def test_to_sb3_set_options_reach_the_envs_at_the_next_reset(closing):
 
 
 # ------------------------------------------------------------------ the overhead script
+@pytest.mark.slow  # runs the benchmark
 def test_bench_interop_smoke_run():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = os.path.join(repo, "scripts", "benchmark.py")

@@ -191,6 +191,7 @@ def test_image_views_keep_sb3_from_transposing_again(closing):
 
 
 # --------------------------------------------------------------- EvalCallback
+@pytest.mark.slow  # trains SB3's PPO
 def test_eval_callback_reports_the_mean_of_our_vec_monitor(closing, tmp_path):
     train = closing(to_sb3(VecNormalize(VecMonitor(DummyVecEnv([cartpole] * 2)))))
     log = EpisodeLog(VecMonitor(DummyVecEnv([cartpole] * 2)))

@@ -19,7 +19,7 @@ BACKENDS = [
     pytest.param(backends.dummy, id="dummy"),
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-lanes"),
     pytest.param(functools.partial(backends.subproc, in_series=1, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray", marks=backends.ray_marks),
 ]
 #: (space, a good action per env, env 1's action out of range, the message's end)
 OUT_OF_RANGE = [

@@ -17,7 +17,7 @@ BACKENDS = [
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series="auto"), id="subproc-auto"),
     pytest.param(functools.partial(backends.subproc, in_series=1, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=1), id="ray", marks=backends.ray_marks),
 ]
 PROCESS_BACKENDS = [param for param in BACKENDS if param.id != "dummy"]
 

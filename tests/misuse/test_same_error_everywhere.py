@@ -28,7 +28,7 @@ BACKENDS = [
     pytest.param(backends.dummy, id="dummy"),
     pytest.param(functools.partial(backends.subproc, in_series=1), id="subproc-series1"),
     pytest.param(functools.partial(backends.subproc, in_series="auto"), id="subproc-auto"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.ray_marks),
     pytest.param(ale, id="ale", marks=needs_ale),
 ]
 WORKER_BACKENDS = [param for param in BACKENDS if param.id.startswith(("subproc", "ray"))]

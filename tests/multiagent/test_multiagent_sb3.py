@@ -15,6 +15,8 @@ from tests.multiagent.parallel_envs import Relay
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 
+pytestmark = pytest.mark.slow  # trains SB3's PPO
+
 pytest.importorskip("stable_baselines3")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -21,7 +21,7 @@ BACKENDS = [
     pytest.param("dummy", id="dummy"),
     pytest.param(functools.partial(backends.subproc, in_series=2), id="subproc-series2-shared"),
     pytest.param(functools.partial(backends.subproc, in_series="auto", shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.needs_ray),
+    pytest.param(functools.partial(backends.ray, in_series=2), id="ray-series2", marks=backends.ray_marks),
 ]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
+
 pytest.importorskip("psutil")
 
 REPO = Path(__file__).resolve().parents[2]

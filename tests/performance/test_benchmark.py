@@ -19,6 +19,8 @@ import pytest
 
 from vec_envs.cli.args import parse_args
 
+pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
+
 pytest.importorskip("psutil")
 pytest.importorskip("matplotlib")
 

@@ -10,6 +10,8 @@ import pytest
 from tests.envs import SeededEnv
 from vec_envs import SubprocVecEnv
 
+pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
+
 IDLE_S = 1.0
 MOST_WAKE_UPS = 10  # a sleeping worker wakes once a second to see whether its parent lives
 

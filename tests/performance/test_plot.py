@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
+
 pytest.importorskip("matplotlib")
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
+
 REPO = Path(__file__).resolve().parents[2]
 PROBES = REPO / "scripts" / "probes"
 NUMBER = r"-?\d[\d,]*(\.\d+)?"

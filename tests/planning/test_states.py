@@ -262,6 +262,7 @@ def test_wrappers_point_to_the_backend():
 
 
 # -------------------------------------------------------------- the planner
+@pytest.mark.slow  # runs a script in a process of its own
 def test_plan_atari_script_runs():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run(

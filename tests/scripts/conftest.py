@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "vec_envs", "wrappers")
+SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "vec_envs", "wrappers", "vec_envs_commands.py")
 
 
 def pip(*args: str, cwd: Path) -> None:

@@ -10,6 +10,8 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 
 from tests.scripts.test_run_atari import SUMMARY, error_lines, run_script  # noqa: E402
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 POLICY = (
     "import numpy as np\n"
     "def act(obs):\n"

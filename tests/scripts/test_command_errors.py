@@ -20,7 +20,7 @@ from tests.scripts.conftest import command_env
 from vec_envs import DummyVecEnv
 from vec_envs.wrappers import VecNormalize
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # slow: runs the installed console commands
 CONVERT, PPO, MULTIAGENT, ATARI = ("vec-envs-convert-vecnormalize", "vec-envs-train-ppo",
                                    "vec-envs-train-multiagent", "vec-envs-run-atari")
 
@@ -120,7 +120,7 @@ def test_convert_without_sb3_names_the_extra(installed, tmp_path, statistics):
 # ------------------------------------------------------------------ vec-envs-train-ppo
 def test_train_ppo_a_bad_number_is_a_usage_error(installed, tmp_path):
     line = the_error(run(installed, tmp_path, PPO, "--num-envs", "many"), PPO, 2)
-    assert "argument --num-envs: invalid int value: 'many'" in line
+    assert "argument --num-envs: expected a positive int, received 'many'" in line
 
 
 def test_train_ppo_an_unknown_env_id_is_named(installed, tmp_path):

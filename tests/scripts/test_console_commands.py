@@ -13,6 +13,8 @@ import pytest
 
 from tests.scripts.conftest import command_env
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 COMMANDS = {  # command -> an option its --help must name
     "vec-envs-run-atari": "--num-envs",
     "vec-envs-train-ppo": "--total-timesteps",

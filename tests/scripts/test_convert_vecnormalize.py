@@ -13,6 +13,8 @@ import pytest
 from vec_envs import DummyVecEnv
 from vec_envs.wrappers import VecNormalize
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "convert_vecnormalize.py")
 ENV_ID = "Pendulum-v1"  # observations of unequal scales: statistics that matter

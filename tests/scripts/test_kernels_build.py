@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "vec_envs", "wrappers")
 KERNELS = ("vec_envs.wrappers._rms_kernel", "vec_envs.workers._step_kernel", "vec_envs.subproc._lanes_kernel")

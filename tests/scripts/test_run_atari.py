@@ -19,6 +19,8 @@ pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -
 import vec_envs  # noqa: E402
 from tests.xvfb import XVFB, xvfb  # noqa: E402
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "run_atari.py")
 SUMMARY = re.compile(r"^summary: steps (\d+) \| wall time [\d.]+ s \| \d+ steps/s \| episodes (\d+)"

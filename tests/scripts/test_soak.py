@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -245,7 +245,7 @@ def test_unsupported_spaces_and_keys_are_clear_errors():
 
     with pytest.raises(ValueError, match=r"norm_obs_keys entry 'nested' is not a Box key .*valid keys: \['pos'\]"):
         VecNormalize(DummyVecEnv([DictObsEnv]), norm_obs_keys=["nested"])
-    with pytest.raises(ValueError, match="normalizes Box or Dict observation spaces.*norm_obs=False"):
+    with pytest.raises(ValueError, match="only supports Box or Dict observation spaces.*norm_obs=False"):
         VecNormalize(DummyVecEnv([lambda: gym.make("FrozenLake-v1")]))
     assert VecNormalize(DummyVecEnv([lambda: gym.make("FrozenLake-v1")]), norm_obs=False).reset().shape == (1,)
     with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\], received 1.5"):

@@ -389,10 +389,16 @@ class ALEVecEnv(VecEnvBase):
         if any(self._options or ()):
             self._options = None
             raise EngineLimitError(NO_OPTIONS.format(options=options))
+
     def _env_attributes(self) -> dict[str, Any]:
         """What every env of the engine is known to have, as a gymnasium env would."""
         return {"render_mode": self.render_mode, "spec": None, "metadata": dict(ENV_METADATA),
                 "observation_space": self.observation_space, "action_space": self.action_space}
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether the envs have ``attr_name``: only those ``get_attr`` answers."""
+        self._check_open("has_attr")
+        return attr_name in self._env_attributes()
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """``render_mode``, ``spec`` (None), ``metadata``, ``observation_space`` and

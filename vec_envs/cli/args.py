@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import math
 import os
 import sys
 import textwrap
@@ -51,7 +52,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union
 
 __all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_OK", "EXIT_FAILED",
-           "EXIT_USAGE", "EXIT_INTERRUPTED", "positive_int", "in_series_arg", "CommandError", "run_command",
+           "EXIT_USAGE", "EXIT_INTERRUPTED", "positive_int", "non_negative_int", "positive_float",
+           "non_negative_float", "unit_float", "in_series_arg", "CommandError", "run_command",
            "require_extra", "check_env_id", "check_readable_file", "check_writable_file", "check_writable_dir"]
 
 T = TypeVar("T")
@@ -73,6 +75,58 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive int, received {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """``text`` as an int >= 0 (a seed).
+
+    Example:
+        >>> non_negative_int("0")
+        0
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, received {text!r}")
+    return value
+
+
+def _real(text: str, expected: str, inside: Callable[[float], bool]) -> float:
+    """``text`` as a finite float for which ``inside`` holds, else an ArgumentTypeError."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and inside(value)):
+        raise argparse.ArgumentTypeError(f"expected {expected}, received {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """``text`` as a finite float > 0 (a learning rate, a clip range).
+
+    Example:
+        >>> positive_float("3e-4")
+        0.0003
+    """
+    return _real(text, "a finite number > 0", lambda v: v > 0)
+
+
+def non_negative_float(text: str) -> float:
+    """``text`` as a finite float >= 0 (a coefficient that may be off)."""
+    return _real(text, "a finite number >= 0", lambda v: v >= 0)
+
+
+def unit_float(text: str) -> float:
+    """``text`` as a float from 0 to 1 (a discount, a GAE lambda).
+
+    Example:
+        >>> unit_float("0.99")
+        0.99
+    """
+    return _real(text, "a number from 0 to 1", lambda v: 0 <= v <= 1)
 
 
 def in_series_arg(text: str) -> int | str:
@@ -287,7 +341,12 @@ def check_env_id(env_id: str, option: str = "--env-id") -> None:
 def check_readable_file(path: str, what: str) -> None:
     """Raise ``CommandError`` when ``path`` is no file this process can read."""
     if not os.path.isfile(path):
-        reason = "is a directory" if os.path.isdir(path) else "no such file"
+        if os.path.isdir(path):
+            reason = "is a directory"
+        elif os.path.exists(path):
+            reason = "is not a regular file (a device, a pipe or a socket)"
+        else:
+            reason = "no such file"
         raise CommandError(f"{what} {path!r}: {reason}")
     if not os.access(path, os.R_OK):
         raise CommandError(f"{what} {path!r}: not readable (permission denied)")

@@ -16,6 +16,7 @@ Stable-Baselines3 (the ``sb3`` extra).
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -104,6 +105,43 @@ class Args:
     target: str = field(metadata={"help": "the file to write"})
     env_id: str = field(metadata={"help": "the registered env the statistics belong to", "option": True})
 
+    def __post_init__(self) -> None:
+        if _same_file(self.source, self.target):
+            raise ValueError(f"source and target are the same file {self.target!r}: the conversion would "
+                             "overwrite what it reads; give another target")
+        other = ".npz" if self.direction == "to-sb3" else ".pkl"
+        if self.target.lower().endswith(other):
+            writes = "an SB3 pickle (name it .pkl)" if self.direction == "to-sb3" else "vec_envs' .npz"
+            raise ValueError(f"target {self.target!r} is named as a {other} file, but {self.direction} writes "
+                             f"{writes}")
+
+
+#: how the two formats start: a .npz is a zip archive; SB3's pickles are of protocol 2 or later
+ZIP_START, PICKLE_START = b"PK", b"\x80"
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # the target does not exist yet
+        return False
+
+
+def _check_source_kind(path: str, direction: str) -> None:
+    """Raise ``CommandError`` when the source is not of the format ``direction`` reads."""
+    with open(path, "rb") as f:
+        start = f.read(2)
+    if not start:
+        raise CommandError(f"source {path!r} is empty")
+    if direction == "from-sb3" and start == ZIP_START:
+        raise CommandError(f"source {path!r} is vec_envs' .npz statistics, not an SB3 pickle; to write it in "
+                           "SB3's format use to-sb3")
+    if direction == "to-sb3" and start[:1] == PICKLE_START:
+        raise CommandError(f"source {path!r} is a pickle (SB3's format), not vec_envs' .npz; to read it use "
+                           "from-sb3")
+
 
 def main(argv: list[str] | None = None) -> int:
     """Convert; returns the exit status (2: a bad command line; 1: a missing or bad file, an
@@ -119,6 +157,7 @@ def convert(args: Args) -> int:
     check_env_id(args.env_id)
     check_readable_file(args.source, "source")
     check_writable_file(args.target, "target")
+    _check_source_kind(args.source, args.direction)
     to_sb3 = args.direction == "to-sb3"
     try:
         (npz_to_sb3 if to_sb3 else sb3_to_npz)(args.source, args.target, args.env_id)

@@ -21,6 +21,7 @@ far is printed and the workers and video files are closed).
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import statistics
@@ -58,6 +59,19 @@ Policy = Callable[[Any], Any]  # observations of every env (or of a batch) -> on
 __all__ = ["Args", "main"]
 
 
+#: the most envs one command runs: each holds an Atari emulator in memory; start several commands for more
+MAX_ENVS = 4096
+
+
+def env_count(text: str) -> int:
+    """``text`` as a number of envs: a positive int up to ``MAX_ENVS``."""
+    value = positive_int(text)
+    if value > MAX_ENVS:
+        raise argparse.ArgumentTypeError(f"expected a positive int up to {MAX_ENVS}, received {text!r} (each env "
+                                         "holds an Atari emulator in memory; start several commands for more)")
+    return value
+
+
 class UsageError(Exception):
     """A bad command line (values that do not fit together): one line on stderr, exit code 2.
     A setup the command cannot run with is a ``CommandError``: one line, exit code 1."""
@@ -69,7 +83,8 @@ class Args:
 
     env_id: str = field(default="Breakout", metadata={
         "help": "game: 'Breakout', 'BreakoutNoFrameskip-v4' or 'ALE/Breakout-v5'"})
-    num_envs: int = field(default=8, metadata={"help": "envs stepped as one batch", "type": positive_int})
+    num_envs: int = field(default=8, metadata={"help": f"envs stepped as one batch (at most {MAX_ENVS})",
+                                               "type": env_count})
     backend: Literal["dummy", "subproc", "ray", "ale"] = field(default="subproc", metadata={
         "help": "dummy: all envs in this process; subproc: worker processes; ray: Ray actors; ale: ale-py's C++ "
                 "vector engine (threads, preprocessing and frame stack in C++)"})

@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from vec_envs.cli.args import parse_args, require_extra, run_command
+from vec_envs.cli.args import (
+    non_negative_float,
+    non_negative_int,
+    parse_args,
+    positive_float,
+    positive_int,
+    require_extra,
+    run_command,
+    unit_float,
+)
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 
@@ -31,20 +40,23 @@ __all__ = ["Args", "main", "train_and_evaluate"]
 class Args:
     """Train one shared PPO policy on every agent of PettingZoo's simple_spread_v3 (mpe2)."""
 
-    num_envs: int = field(default=8, metadata={"help": "copies of simple_spread_v3 (each gives 3 agent rows)"})
+    num_envs: int = field(default=8, metadata={"help": "copies of simple_spread_v3 (each gives 3 agent rows)",
+                                               "type": positive_int})
     backend: str = field(default="subproc", metadata={"help": "vec_envs backend", "choices": ("dummy", "subproc")})
-    total_timesteps: int = field(default=300_000, metadata={"help": "agent-steps of training, over all rows"})
-    max_cycles: int = field(default=25, metadata={"help": "steps per simple_spread episode"})
-    seed: int = field(default=0, metadata={"help": "seeds the envs (env e gets seed + e) and the policy"})
-    eval_episodes: int = field(default=48, metadata={"help": "agent episodes of each evaluation"})
+    total_timesteps: int = field(default=300_000, metadata={"help": "agent-steps of training, over all rows",
+                                                            "type": positive_int})
+    max_cycles: int = field(default=25, metadata={"type": positive_int, "help": "steps per simple_spread episode"})
+    seed: int = field(default=0, metadata={"help": "seeds the envs (env e gets seed + e) and the policy",
+                                           "type": non_negative_int})
+    eval_episodes: int = field(default=48, metadata={"type": positive_int, "help": "agent episodes of each evaluation"})
     progress_bar: bool = field(default=True, metadata={"help": "show a progress bar (--no-progress-bar: none)"})
-    n_steps: int = field(default=128, metadata={"help": "steps per row per rollout"})
-    batch_size: int = field(default=768, metadata={"help": "minibatch size"})
-    n_epochs: int = field(default=10, metadata={"help": "passes over each rollout"})
-    learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate"})
-    gamma: float = field(default=0.95, metadata={"help": "discount"})
-    gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda"})
-    ent_coef: float = field(default=0.01, metadata={"help": "entropy bonus"})
+    n_steps: int = field(default=128, metadata={"type": positive_int, "help": "steps per row per rollout"})
+    batch_size: int = field(default=768, metadata={"type": positive_int, "help": "minibatch size"})
+    n_epochs: int = field(default=10, metadata={"type": positive_int, "help": "passes over each rollout"})
+    learning_rate: float = field(default=1e-3, metadata={"type": positive_float, "help": "Adam learning rate"})
+    gamma: float = field(default=0.95, metadata={"type": unit_float, "help": "discount"})
+    gae_lambda: float = field(default=0.95, metadata={"type": unit_float, "help": "GAE lambda"})
+    ent_coef: float = field(default=0.01, metadata={"type": non_negative_float, "help": "entropy bonus"})
 
 
 def make_venv(args: Args, backend: str, num_envs: int) -> Any:

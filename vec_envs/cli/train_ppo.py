@@ -22,7 +22,17 @@ import gymnasium as gym
 import numpy as np
 
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
-from vec_envs.cli.args import check_env_id, check_writable_dir, parse_args, require_extra, run_command
+from vec_envs.cli.args import (
+    check_env_id,
+    check_writable_dir,
+    non_negative_int,
+    parse_args,
+    positive_float,
+    positive_int,
+    require_extra,
+    run_command,
+    unit_float,
+)
 from vec_envs.interop import to_sb3
 from vec_envs.wrappers import VecMonitor, VecNormalize
 
@@ -34,20 +44,26 @@ class Args:
     """Train Stable-Baselines3's PPO on vec_envs: CartPole-v1 x 8 in worker processes."""
 
     env_id: str = field(default="CartPole-v1", metadata={"help": "a registered gymnasium env id"})
-    num_envs: int = field(default=8, metadata={"help": "envs stepped as one batch (in worker processes)"})
-    total_timesteps: int = field(default=150_000, metadata={"help": "env steps of training, over all envs"})
-    seed: int = field(default=0, metadata={"help": "seeds the envs (env i gets seed + i) and the policy"})
-    eval_episodes: int = field(default=20, metadata={"help": "episodes of the final evaluation"})
+    num_envs: int = field(default=8, metadata={"help": "envs stepped as one batch (in worker processes)",
+                                               "type": positive_int})
+    total_timesteps: int = field(default=150_000, metadata={"help": "env steps of training, over all envs",
+                                                            "type": positive_int})
+    seed: int = field(default=0, metadata={"help": "seeds the envs (env i gets seed + i) and the policy",
+                                           "type": non_negative_int})
+    eval_episodes: int = field(default=20, metadata={"type": positive_int, "help": "episodes of the final evaluation"})
     output: str = field(default="runs/ppo_cartpole", metadata={"help": "folder for model.zip and vecnormalize.npz"})
     progress_bar: bool = field(default=True, metadata={"help": "show a progress bar (--no-progress-bar: none)"})
     # PPO's hyperparameters, as tuned for CartPole-v1 in rl-baselines3-zoo
-    n_steps: int = field(default=32, metadata={"help": "steps per env per rollout"})
-    batch_size: int = field(default=256, metadata={"help": "minibatch size"})
-    n_epochs: int = field(default=20, metadata={"help": "passes over each rollout"})
-    learning_rate: float = field(default=1e-3, metadata={"help": "initial learning rate, decayed linearly to 0"})
-    clip_range: float = field(default=0.2, metadata={"help": "initial PPO clip range, decayed linearly to 0"})
-    gamma: float = field(default=0.98, metadata={"help": "discount (also VecNormalize's reward discount)"})
-    gae_lambda: float = field(default=0.8, metadata={"help": "GAE lambda"})
+    n_steps: int = field(default=32, metadata={"type": positive_int, "help": "steps per env per rollout"})
+    batch_size: int = field(default=256, metadata={"type": positive_int, "help": "minibatch size"})
+    n_epochs: int = field(default=20, metadata={"type": positive_int, "help": "passes over each rollout"})
+    learning_rate: float = field(default=1e-3, metadata={"help": "initial learning rate, decayed linearly to 0",
+                                                         "type": positive_float})
+    clip_range: float = field(default=0.2, metadata={"help": "initial PPO clip range, decayed linearly to 0",
+                                                     "type": positive_float})
+    gamma: float = field(default=0.98, metadata={"help": "discount (also VecNormalize's reward discount)",
+                                                 "type": unit_float})
+    gae_lambda: float = field(default=0.8, metadata={"type": unit_float, "help": "GAE lambda"})
 
 
 def make_env(env_id: str) -> Callable[[], gym.Env]:

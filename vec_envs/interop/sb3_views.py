@@ -162,19 +162,10 @@ class SB3VecNormalizeView(SB3WrapperView, SB3VecNormalize):
 
     def unnormalize_obs(self, obs: Any) -> Any:
         """``normalize_obs`` undone (clipping aside), as SB3's off-policy buffers need it."""
-        if not self.norm_obs:
-            return obs
-        if not isinstance(obs, dict):
-            return self._unnormalize_obs(obs, self.obs_rms)
-        out = dict(obs)
-        for key, rms in self.obs_rms.items():
-            out[key] = self._unnormalize_obs(obs[key], rms)
-        return out
+        return self.source.unnormalize_obs(obs)
 
     def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
-        if not self.norm_reward:
-            return reward
-        return reward * np.sqrt(self.ret_rms.var + self.epsilon)
+        return np.asarray(self.source.unnormalize_reward(reward))
 
     def get_original_obs(self) -> Any:
         return self.source.get_original_obs()

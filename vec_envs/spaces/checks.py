@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from vec_envs.spaces.nested import FIXED_SIZE_LEAVES, path_text
+from vec_envs.spaces.nested import FIXED_SIZE_LEAVES, iter_leaves, map_leaves, path_text
 
 __all__ = ["cast_exactly", "check_action", "check_actions", "check_env_actions", "env_owner", "with_placeholders"]
 
@@ -263,9 +263,10 @@ def _outside(space: spaces.Space, arr: np.ndarray) -> np.ndarray | None:
     range: a bool per action; None when every action is inside (and for Box spaces)."""
     if not arr.size:
         return None
-    if isinstance(space, spaces.Discrete):  # int64: shifted to 0, negatives wrap to the top
+    if isinstance(space, spaces.Discrete):  # any integer dtype: shifted to 0 in int64, negatives wrap to the top
         n = int(space.n)
-        unsigned = (arr if space.start == 0 else arr - space.start).view(np.uint64)
+        wide = arr.astype(np.int64, copy=False)
+        unsigned = (wide if space.start == 0 else wide - np.int64(space.start)).view(np.uint64)
         return None if unsigned.max() < n else unsigned >= n
     if isinstance(space, spaces.MultiBinary):
         unsigned = arr.view(np.dtype(f"u{arr.dtype.itemsize}")) if arr.dtype.kind == "i" else arr
@@ -312,10 +313,32 @@ def _split_dict_of_batches(space: spaces.Space, actions: dict, num_envs: int, me
         raise ValueError(  # the contract: a wrong action is a ValueError
             f"{method}(): received a dict of actions, but the action space {space} is not a Dict "
             f"space; pass one action per env (a sequence of {num_envs})")
-    counts = {k: len(v) if hasattr(v, "__len__") else None for k, v in actions.items()}
+    counts = {k: _batch_count(space.spaces.get(k), v) for k, v in actions.items()}
     if any(c != num_envs for c in counts.values()):
         raise ValueError(f"{method}(): expected {num_envs} actions per key ({per}), received {counts}")
-    return [{k: v[i] for k, v in actions.items()} for i in range(num_envs)]
+    return [{k: _row(space.spaces.get(k), v, i) for k, v in actions.items()} for i in range(num_envs)]
+
+
+def _row(space: spaces.Space | None, batch: Any, i: int) -> Any:
+    """Action ``i`` of ``batch``, a batch of ``space`` (None: a key the space lacks, which
+    ``check_action`` refuses by name)."""
+    if space is None:
+        return batch[i]
+    return map_leaves(lambda _, part: part[i], space, batch)
+
+
+def _batch_count(space: spaces.Space | None, batch: Any) -> int | None:
+    """How many actions ``batch``, a batch of ``space`` as gymnasium batches it (a Dict or
+    Tuple space's batch is a dict or tuple of batches), holds: the length its leaves
+    share; None when they differ, a leaf has no length or the nesting is not the space's."""
+    if space is None:
+        return len(batch) if hasattr(batch, "__len__") else None
+    try:
+        counts = map_leaves(lambda _, part: len(part), space, batch)
+    except (KeyError, IndexError, TypeError):
+        return None
+    lengths = {count for _, count in iter_leaves(counts)}
+    return lengths.pop() if len(lengths) == 1 else None
 
 
 def _fixed_actions(space: spaces.Space, actions: Any, num_envs: int, method: str) -> np.ndarray:
