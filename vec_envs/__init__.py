@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from vec_envs.ale.ale_vec_env import ALEVecEnv
+from vec_envs.checking import check_env
 from vec_envs.dummy_vec_env import DummyVecEnv
 from vec_envs.make_vec_env import make_vec_env
 from vec_envs.ray.ray_vec_env import RayVecEnv
@@ -24,5 +25,6 @@ __all__ = [
     "tile_images",
     "make_vec_env",
     "clear_mpi_env_vars",
+    "check_env",
 ]
 __version__ = "0.1.0"
