@@ -1,8 +1,10 @@
 """The envs the benchmarks step, built by name, and the workloads made of them.
 
 A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
-env factories by reference instead of receiving them pickled by value. W1..W5 are sized
-for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs.
+env factories by reference instead of receiving them pickled by value. W1..W6 are sized
+for a laptop (8, 16 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs;
+I1 (CartPole with an info every step) and MA (simple_spread_v3, a row per agent) are the
+workloads of the ``infos`` and ``multiagent`` commands.
 
 Example:
     >>> WORKLOADS["W4"].title
@@ -28,18 +30,22 @@ from gymnasium import spaces
 
 from vec_envs.ale.games import import_ale
 
-__all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv",
-           "cartpole", "cartpole_with_infos", "make_env",
-           "make_ale", "make_pong", "calibrate_spin"]
+__all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "WaitingEnv", "ZeroCostEnv",
+           "SyntheticFrameEnv", "cartpole", "cartpole_with_infos", "spread", "make_env", "make_ale", "make_pong",
+           "calibrate_spin"]
 
 ENVS = {
     "cartpole": "CartPole-v1",
     "pong": "ALE/Pong-v5 (frame skip 4, 210x160x3 RGB)",
     "breakout": "ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4",
     "busy": "synthetic straggler env (0.2-2 ms pure-Python work per step)",
+    "waiting": "synthetic waiting env (sleeps 0-2 ms per step)",
+    "cartpole-info": "CartPole-v1 returning {'lives': 3} every step",
+    "spread": "PettingZoo simple_spread_v3 (3 agents, 25-step episodes), a row per agent",
     "zero": "zero-cost env (a step does nothing)",
 }
 STRAGGLER_MS = (0.2, 2.0)
+WAITING_MS = (0.0, 2.0)
 STRAGGLER_EPISODE = 200
 
 
@@ -109,6 +115,29 @@ class StragglerEnv(gym.Env):
         return obs, 1.0, self._t >= self._episode_length, False, {}
 
 
+class WaitingEnv(StragglerEnv):
+    """Each step sleeps a random 0-2 ms (I/O, a simulator over a socket, a rate-limited game):
+    it takes wall time and almost no CPU. The sleeps are drawn once from ``seed`` and cycled.
+
+    Example:
+        >>> env = WaitingEnv(seed=3, episode_length=2)
+        >>> _ = env.reset()
+        >>> [env.step(0)[2] for _ in range(2)]
+        [False, True]
+    """
+
+    def __init__(self, seed: int = 0, episode_length: int = STRAGGLER_EPISODE) -> None:
+        super().__init__(seed, spin_per_ms=1, episode_length=episode_length)
+        millis = np.random.default_rng(seed).uniform(*WAITING_MS, 4096)
+        self._sleeps = (millis / 1e3).tolist()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        time.sleep(self._sleeps[self._steps % len(self._sleeps)])
+        self._steps += 1
+        self._t += 1
+        return np.full(4, self._t, np.float32), 1.0, self._t >= self._episode_length, False, {}
+
+
 class InfoEveryStep(gym.Wrapper):
     """An env that returns one small info every step, as ALE's envs do with ``lives``.
 
@@ -132,6 +161,13 @@ def cartpole_with_infos() -> gym.Env:
 def cartpole() -> gym.Env:
     """CartPole-v1 (importable by reference from worker processes)."""
     return gym.make("CartPole-v1")
+
+
+def spread() -> Any:
+    """PettingZoo's ``simple_spread_v3`` ParallelEnv (mpe2): 3 agents, 25-step episodes."""
+    from mpe2 import simple_spread_v3
+
+    return simple_spread_v3.parallel_env(max_cycles=25)
 
 
 class ZeroCostEnv(gym.Env):
@@ -211,6 +247,10 @@ def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000, episode_length
                                                grayscale_obs=True, grayscale_newaxis=True)
     if env == "busy":
         return StragglerEnv(seed=index, spin_per_ms=spin_per_ms)
+    if env == "waiting":
+        return WaitingEnv(seed=index)
+    if env == "cartpole-info":
+        return cartpole_with_infos()
     if env == "zero":
         return ZeroCostEnv(episode_length)
     raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")
@@ -221,7 +261,8 @@ class Workload:
     """``num_envs`` copies of one env of this module.
 
     Attributes:
-        key: short name on the command line (``W1`` .. ``W5``, ``M1`` .. ``M5``).
+        key: short name on the command line (``W1`` .. ``W6``, ``M1`` .. ``M5``; ``I1`` and ``MA`` for the
+            infos and multi-agent commands).
         env: the env's key in ``ENVS``.
         num_envs: envs in the batch.
         frame_stack: frames stacked over the batch after stepping (0: none).
@@ -250,6 +291,9 @@ WORKLOADS: dict[str, Workload] = {w.key: w for w in [
     Workload("W3", "pong", 8),
     Workload("W4", "breakout", 8, frame_stack=4),
     Workload("W5", "busy", 8),
+    Workload("W6", "waiting", 16),
+    Workload("I1", "cartpole-info", 8),
+    Workload("MA", "spread", 8),
     Workload("M1", "cartpole", 256),
     Workload("M3", "pong", 32),
     Workload("M4", "breakout", 32, frame_stack=4),

@@ -50,9 +50,10 @@ import numpy as np
 from bench import SCRIPTS
 from bench.contenders import METHODS, EnvFns, RawStepper, RecvSendStepper, Stepper, VecEnvStepper, build
 from bench.envs import Workload, make_env
-from bench.harness import available_cores, presample, run_for
+from bench.harness import available_cores
 from bench.report import fmt, markdown_table
 from vec_envs.cli.args import in_series_arg
+from vec_envs.timing.loops import presample, run_for
 
 __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 
