@@ -10,6 +10,7 @@ from vec_envs.rendering.tile_images import tile_images
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.subproc_vec_env import SubprocVecEnv
+from vec_envs.tuning import tune
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.vec_env_wrapper import VecEnvObservationWrapper, VecEnvWrapper
 
@@ -26,5 +27,6 @@ __all__ = [
     "make_vec_env",
     "clear_mpi_env_vars",
     "check_env",
+    "tune",
 ]
 __version__ = "0.1.0"
