@@ -80,7 +80,7 @@ class Candidate:
 def candidates(num_envs: int, cpus: int, cost: StepCost, game: str | None = None) -> list[Candidate]:
     """The configurations worth timing for ``num_envs`` envs of step cost ``cost`` on ``cpus``
     CPUs (``game``: an Atari game, for ALEVecEnv)."""
-    plan = plan_workers(num_envs, cpus, cost.wall_s, cost.cpu_s)
+    plan = plan_workers(num_envs, cpus, cost.own_s, cost.cpu_s)
     today = plan_workers(num_envs, cpus, 1.0, 1.0)  # one worker per CPU
     base = plan.in_series if plan.waiting else today.in_series
     sizes = (base, 2 * base, 4 * base) if plan.waiting else (base, 2 * base)
@@ -170,9 +170,10 @@ class TuneReport:
         """The report the console command prints."""
         cost = self.cost
         kind = "mostly waits" if self.plan.waiting else "mostly computes" if cost.busy >= 0.5 else "is short"
+        queued = f" and {1e3 * cost.queued_s:.3f} ms waiting for a CPU" if cost.queued_s else ""
         lines = [f"tune({self.env}) x {self.num_envs} on {self.cpus} CPUs, {self.seconds:.0f} s: one env's step "
-                 f"takes {1e3 * cost.wall_s:.3f} ms, {1e3 * cost.cpu_s:.3f} ms of it CPU ({100 * cost.busy:.0f} %): "
-                 f"it {kind}", "",
+                 f"takes {1e3 * cost.wall_s:.3f} ms, {1e3 * cost.cpu_s:.3f} ms of it CPU{queued} "
+                 f"({100 * cost.busy:.0f} % busy): it {kind}", "",
                  "| configuration | env steps/s | CPU us per env step | build s | note |", "|---|---:|---:|---:|---|"]
         for row in [*self.ranked, *(r for r in self.rows if not r.rates)]:
             if not row.rates:
@@ -240,7 +241,7 @@ def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rou
     cost = measure_step_cost(env_fn)
     game = _game(env_id)
     rows = [Row(c) for c in (only or candidates(num_envs, cpus, cost, game))]
-    plan = plan_workers(num_envs, cpus, cost.wall_s, cost.cpu_s)
+    plan = plan_workers(num_envs, cpus, cost.own_s, cost.cpu_s)
     report = TuneReport(env_id or describe_factory(env_fn), num_envs, cpus, cost, plan, rows)
     with tempfile.TemporaryDirectory(prefix="vec_envs_tune_") as folder:
         env_file = Path(folder) / "env_fn.pkl"

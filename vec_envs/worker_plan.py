@@ -13,7 +13,10 @@ their computing still fits the CPUs, at most ``MAX_WORKERS_PER_CPU`` per CPU and
 env; the parent then only drives (its slice would wait in series too).
 
 ``measure_step_cost`` times a few steps of an env (a throw-away one: it is reset and
-stepped with random actions) with the wall and the CPU clock of the calling thread.
+stepped with random actions) with the wall and the CPU clock of the calling thread. On a
+busy machine a step that computes also waits, for a CPU: where Linux says how long the
+thread was ready to run but not running (``/proc/thread-self/schedstat``), that time is
+left out of the wall time the plan weighs, so only the env's own waits count as waiting.
 
 Example:
     >>> plan_workers(num_envs=16, cpus=2, wall_s=1e-3, cpu_s=2e-5)      # waits: a worker per env
@@ -26,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,17 +50,24 @@ MAX_WORKERS_PER_CPU = 8
 
 @dataclass(frozen=True)
 class StepCost:
-    """What one env's step took, on average: ``wall_s`` seconds, ``cpu_s`` of them on a CPU,
-    measured over ``steps`` steps."""
+    """What one env's step took, on average: ``wall_s`` seconds, ``cpu_s`` of them on a CPU and
+    ``queued_s`` ready to run but waiting for a CPU (0 where the system does not say), measured
+    over ``steps`` steps."""
 
     wall_s: float
     cpu_s: float
     steps: int
+    queued_s: float = 0.0
+
+    @property
+    def own_s(self) -> float:
+        """The step's wall time less its waits for a CPU: what ``plan_workers`` takes as ``wall_s``."""
+        return max(0.0, self.wall_s - self.queued_s)
 
     @property
     def busy(self) -> float:
-        """The share of a step spent computing (1: all CPU, near 0: all waiting)."""
-        return min(1.0, self.cpu_s / self.wall_s) if self.wall_s > 0 else 1.0
+        """The share of a step spent computing, waits for a CPU left out (1: all CPU, near 0: all waiting)."""
+        return min(1.0, self.cpu_s / self.own_s) if self.own_s > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -71,9 +82,10 @@ class WorkerPlan:
 
 
 def plan_workers(num_envs: int, cpus: int, wall_s: float, cpu_s: float) -> WorkerPlan:
-    """The layout for ``num_envs`` envs on ``cpus`` CPUs whose step takes ``wall_s`` seconds,
-    ``cpu_s`` of them computing (see the module's docstring). ``workers`` counts the
-    parent's own slice when it steps one."""
+    """The layout for ``num_envs`` envs on ``cpus`` CPUs whose step takes ``wall_s`` seconds
+    (less any wait for a CPU: ``StepCost.own_s``), ``cpu_s`` of them
+    computing (see the module's docstring). ``workers`` counts the parent's own slice when
+    it steps one."""
     check_int("plan_workers(): num_envs", num_envs)
     check_int("plan_workers(): cpus", cpus)
     if not (wall_s >= 0 and cpu_s >= 0):
@@ -91,8 +103,9 @@ def plan_workers(num_envs: int, cpus: int, wall_s: float, cpu_s: float) -> Worke
 def measure_step_cost(env_fn: Callable[[], Any], max_steps: int = 50, max_seconds: float = 0.1,
                       warmup: int = 3) -> StepCost:
     """Build an env with ``env_fn``, reset it, step it ``warmup`` times, then time up to
-    ``max_steps`` steps (at least 3, at most ``max_seconds`` of them) with random actions:
-    the mean wall and CPU (this thread's) seconds per step, resets after an episode's end
+    ``max_steps`` steps (at least 3, at most ``max_seconds`` of them) with random actions,
+    each on its own: the median wall, CPU (this thread's) and queued seconds of a step (a
+    rare stall, a page fault or a swap-in, does not count), resets after an episode's end
     included. The env is closed at the end.
 
     Example:
@@ -108,14 +121,25 @@ def measure_step_cost(env_fn: Callable[[], Any], max_steps: int = 50, max_second
         actions = [env.action_space.sample() for _ in range(max(max_steps, warmup))]
         for action in actions[:warmup]:
             _step(env, action)
-        steps, wall0, cpu0 = 0, time.perf_counter(), time.thread_time()
-        deadline = wall0 + max_seconds
-        while steps < max_steps and (steps < 3 or time.perf_counter() < deadline):
-            _step(env, actions[steps % len(actions)])
-            steps += 1
-        return StepCost((time.perf_counter() - wall0) / steps, (time.thread_time() - cpu0) / steps, steps)
+        samples: list[tuple[float, float, float]] = []
+        deadline = time.perf_counter() + max_seconds
+        while len(samples) < max_steps and (len(samples) < 3 or time.perf_counter() < deadline):
+            queued, cpu, wall = _queued_s(), time.thread_time(), time.perf_counter()
+            _step(env, actions[len(samples) % len(actions)])
+            samples.append((time.perf_counter() - wall, time.thread_time() - cpu, max(0.0, _queued_s() - queued)))
+        wall_s, cpu_s, queued_s = (statistics.median(column) for column in zip(*samples))
+        return StepCost(wall_s, cpu_s, len(samples), queued_s)
     finally:
         env.close()
+
+
+def _queued_s() -> float:
+    """Seconds this thread has spent ready to run but waiting for a CPU (0 where unknown)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _step(env: Any, action: Any) -> None:
