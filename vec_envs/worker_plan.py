@@ -13,10 +13,13 @@ their computing still fits the CPUs, at most ``MAX_WORKERS_PER_CPU`` per CPU and
 env; the parent then only drives (its slice would wait in series too).
 
 ``measure_step_cost`` times a few steps of an env (a throw-away one: it is reset and
-stepped with random actions) with the wall and the CPU clock of the calling thread. On a
-busy machine a step that computes also waits, for a CPU: where Linux says how long the
-thread was ready to run but not running (``/proc/thread-self/schedstat``), that time is
-left out of the wall time the plan weighs, so only the env's own waits count as waiting.
+stepped with random actions) with the wall and the CPU clock of the calling thread;
+``probe_step_cost`` runs it in a child process of a multiprocessing context (the one the
+workers start in), so the caller builds no env itself: the call a transport makes before
+it starts its workers. On a busy machine a step that computes also waits, for a CPU: where
+Linux says how long the thread was ready to run but not running
+(``/proc/thread-self/schedstat``), that time is left out of the wall time the plan weighs,
+so only the env's own waits count as waiting.
 
 Example:
     >>> plan_workers(num_envs=16, cpus=2, wall_s=1e-3, cpu_s=2e-5)      # waits: a worker per env
@@ -37,8 +40,8 @@ from typing import Any
 
 from vec_envs.arguments import check_int
 
-__all__ = ["WAITING_BELOW", "MIN_WAIT_S", "MAX_WORKERS_PER_CPU", "StepCost", "WorkerPlan", "plan_workers",
-           "measure_step_cost"]
+__all__ = ["WAITING_BELOW", "MIN_WAIT_S", "MAX_WORKERS_PER_CPU", "PROBE_TIMEOUT_S", "StepCost", "WorkerPlan",
+           "plan_workers", "measure_step_cost", "probe_step_cost"]
 
 #: a step whose CPU time is below this share of its wall time mostly waits
 WAITING_BELOW = 0.5
@@ -46,6 +49,8 @@ WAITING_BELOW = 0.5
 MIN_WAIT_S = 100e-6
 #: the most workers per CPU a plan starts for envs that wait
 MAX_WORKERS_PER_CPU = 8
+#: seconds ``probe_step_cost`` waits for its child (building the env included) before giving up
+PROBE_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -146,3 +151,53 @@ def _step(env: Any, action: Any) -> None:
     _, _, terminated, truncated, _ = env.step(action)
     if terminated or truncated:
         env.reset()
+
+
+def probe_step_cost(env_fn: Callable[[], Any], context: Any = None,
+                    timeout: float = PROBE_TIMEOUT_S) -> StepCost | None:
+    """``measure_step_cost(env_fn)`` in a child process of the multiprocessing ``context`` (a
+    context object or a start method's name; None: the default), joined before returning;
+    None when the child fails or outlives ``timeout`` (it is then killed): the caller keeps
+    its layout for envs that compute, and the env's own error comes from its workers.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from functools import partial
+        >>> cost = probe_step_cost(partial(gym.make, "CartPole-v1"), "spawn")
+        >>> cost is not None and cost.busy > 0.5
+        True
+    """
+    import multiprocessing
+
+    import cloudpickle
+
+    ctx = multiprocessing.get_context(context) if context is None or isinstance(context, str) else context
+    parent_end, child_end = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_probe_child, args=(cloudpickle.dumps(env_fn), child_end), daemon=True)
+    child.start()
+    child_end.close()
+    try:
+        if parent_end.poll(timeout):
+            reply = parent_end.recv()
+            return reply if isinstance(reply, StepCost) else None
+        return None
+    except (EOFError, OSError):
+        return None  # the child died before it answered
+    finally:
+        parent_end.close()
+        child.join(timeout=1.0)
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def _probe_child(pickled_env_fn: bytes, conn: Any) -> None:
+    """In the probe's process: the step cost, or the error's text, back on ``conn``."""
+    import cloudpickle
+
+    try:
+        conn.send(measure_step_cost(cloudpickle.loads(pickled_env_fn)))
+    except Exception as exc:  # noqa: BLE001 (any failure means no plan: the caller keeps its layout)
+        conn.send(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.close()

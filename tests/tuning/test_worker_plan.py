@@ -3,13 +3,21 @@ envs that compute (today's layout, the parent stepping a slice), more workers th
 a bound, for envs that mostly wait; and the probe that measures a step's wall and CPU time."""
 from __future__ import annotations
 
+import functools
 import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from vec_envs.worker_plan import MAX_WORKERS_PER_CPU, MIN_WAIT_S, WAITING_BELOW, measure_step_cost, plan_workers
+from vec_envs.worker_plan import (
+    MAX_WORKERS_PER_CPU,
+    MIN_WAIT_S,
+    WAITING_BELOW,
+    measure_step_cost,
+    plan_workers,
+    probe_step_cost,
+)
 
 MS = 1e-3
 
@@ -89,3 +97,18 @@ def test_the_probe_stops_at_its_time_budget_after_three_steps():
     cost = measure_step_cost(lambda: Sleeper(0.05), max_steps=50, max_seconds=0.01, warmup=0)
     assert cost.steps == 3
     assert time.perf_counter() - started < 1.0
+
+
+def broken_env():
+    raise RuntimeError("no display")
+
+
+def test_the_probe_in_a_child_process_gives_none_when_the_env_fails_and_leaves_no_process():
+    from tests.helpers import children
+
+    before = {p.pid for p in children()}
+    assert probe_step_cost(broken_env, "spawn", timeout=60) is None
+    assert probe_step_cost(functools.partial(Sleeper, 5.0), "spawn", timeout=3) is None  # past its timeout: killed
+    assert {p.pid for p in children()} - before == set()
+    cost = probe_step_cost(functools.partial(Sleeper, 2e-3), "spawn", timeout=60)
+    assert cost is not None and cost.busy < WAITING_BELOW
