@@ -171,7 +171,7 @@ def probe_step_cost(env_fn: Callable[[], Any], context: Any = None,
 
     import cloudpickle
 
-    ctx = multiprocessing.get_context(context) if context is None or isinstance(context, str) else context
+    ctx: Any = multiprocessing.get_context(context) if context is None or isinstance(context, str) else context
     parent_end, child_end = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_probe_child, args=(cloudpickle.dumps(env_fn), child_end), daemon=True)
     child.start()
