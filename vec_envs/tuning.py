@@ -39,7 +39,7 @@ from vec_envs.timing.cells import CellSpec, run_cell
 from vec_envs.timing.steppers import RecvSendStepper, Stepper, VecEnvStepper
 from vec_envs.worker_plan import StepCost, WorkerPlan, measure_step_cost, plan_workers
 
-__all__ = ["Candidate", "TuneReport", "candidates", "tune", "build_candidate"]
+__all__ = ["Candidate", "Timing", "TuneReport", "candidates", "tune", "build_candidate"]
 
 CELL_TIMEOUT_S = 180.0
 BUILD_GUESS_S = 1.5           # what a cell costs beyond its window, before one was measured
@@ -55,7 +55,7 @@ class Candidate:
     ``recv``/``send`` when ``batch_size`` is set, else in lock-step."""
 
     backend: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict = field(default_factory=dict)  # dict[str, Any]: the docs site cannot show that signature
     batch_size: int | None = None
 
     @property
@@ -117,8 +117,8 @@ def build_candidate(seed: int, env_file: str, num_envs: int, backend: str, optio
 
 
 @dataclass
-class Row:
-    """What one candidate measured, over its rounds (NaN: not measured)."""
+class Timing:
+    """What one candidate measured, over its rounds (its rate is NaN before one)."""
 
     candidate: Candidate
     rates: list[float] = field(default_factory=list)
@@ -152,17 +152,17 @@ class TuneReport:
     cpus: int
     cost: StepCost
     plan: WorkerPlan
-    rows: list[Row]
+    rows: list[Timing]
     seconds: float = 0.0
 
     @property
-    def ranked(self) -> list[Row]:
+    def ranked(self) -> list[Timing]:
         """The candidates that ran, fastest first."""
         return sorted((r for r in self.rows if r.rates), key=lambda r: -r.rate)
 
     @property
     def best(self) -> Candidate | None:
-        """The fastest candidate (None: none ran)."""
+        """The fastest candidate, or None when none ran."""
         ranked = self.ranked
         return ranked[0].candidate if ranked else None
 
@@ -240,7 +240,7 @@ def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rou
     started, cpus = time.perf_counter(), available_cpus()
     cost = measure_step_cost(env_fn)
     game = _game(env_id)
-    rows = [Row(c) for c in (only or candidates(num_envs, cpus, cost, game))]
+    rows = [Timing(c) for c in (only or candidates(num_envs, cpus, cost, game))]
     plan = plan_workers(num_envs, cpus, cost.own_s, cost.cpu_s)
     report = TuneReport(env_id or describe_factory(env_fn), num_envs, cpus, cost, plan, rows)
     with tempfile.TemporaryDirectory(prefix="vec_envs_tune_") as folder:
@@ -259,7 +259,7 @@ def _game(env_id: str | None) -> str | None:
     return env_id.removeprefix("ALE/").split("-")[0] if resolve_game(env_id) else None
 
 
-def _measure(rows: list[Row], env_file: str, num_envs: int, seed: int, rounds: int, deadline: float,
+def _measure(rows: list[Timing], env_file: str, num_envs: int, seed: int, rounds: int, deadline: float,
              progress: bool) -> None:
     """Time every row ``rounds`` times (rotated order), each window sized to end by ``deadline``."""
     from tqdm import tqdm
@@ -275,7 +275,7 @@ def _measure(rows: list[Row], env_file: str, num_envs: int, seed: int, rounds: i
             bar.set_postfix_str(row.candidate.label)
             c = row.candidate
             spec = CellSpec("vec_envs.tuning:build_candidate", {
-                "env_file": env_file, "num_envs": num_envs, "backend": c.backend, "options": c.options,
+                "env_file": env_file, "num_envs": num_envs, "backend": c.backend, "options": dict(c.options),
                 "batch_size": c.batch_size}, seed=seed, window=window, warmup=window / 4)
             began = time.perf_counter()
             row.add(run_cell(spec, CELL_TIMEOUT_S + window))

@@ -66,12 +66,12 @@ class StepCost:
 
     @property
     def own_s(self) -> float:
-        """The step's wall time less its waits for a CPU: what ``plan_workers`` takes as ``wall_s``."""
+        """The step's wall time less its waits for a CPU, which ``plan_workers`` takes as ``wall_s``."""
         return max(0.0, self.wall_s - self.queued_s)
 
     @property
     def busy(self) -> float:
-        """The share of a step spent computing, waits for a CPU left out (1: all CPU, near 0: all waiting)."""
+        """How much of a step is computing, waits for a CPU left out (1 when all of it, near 0 when it waits)."""
         return min(1.0, self.cpu_s / self.own_s) if self.own_s > 0 else 1.0
 
 

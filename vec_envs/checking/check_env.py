@@ -12,9 +12,10 @@ The checks, in order (each a row of the report):
    (determinism: a difference is blamed on the global generator the env drew from, else on
    time or entropy), the render mode;
 3. ``num_envs`` envs through DummyVecEnv in each autoreset mode against gymnasium's
-   ``SyncVectorEnv`` in that mode (autoreset), and through SubprocVecEnv (spawned workers,
-   shared memory and pipes, each mode) and DummyVecEnv with the C kernels off (a fresh
-   process) against DummyVecEnv (backends), bit for bit;
+   ``SyncVectorEnv`` in that mode (autoreset), and through SubprocVecEnv (spawned workers:
+   a worker per env with shared memory and with pipes, one worker in the other modes) and
+   DummyVecEnv with the C kernels off (a fresh process) against DummyVecEnv (backends), bit
+   for bit;
 4. for a PettingZoo ParallelEnv factory (stepped as ``ParallelEnvAdapter`` in 1-3): the
    multi-agent rows of ``make_multiagent_vec_env`` on DummyVecEnv and on SubprocVecEnv.
 
@@ -351,7 +352,8 @@ def _compare_backends(report: CheckReport, job: Job, dummy: dict[AutoresetMode, 
                       deterministic: bool, unsent: str | None) -> None:
     """The worker backends against DummyVecEnv; all skipped, saying ``unsent``, when the envs
     or their infos cannot reach another process."""
-    ways = [(vec_rows.subproc(True), mode) for mode in MODES] + [(vec_rows.subproc(False), AutoresetMode.SAME_STEP)]
+    ways = [(vec_rows.subproc(True), AutoresetMode.SAME_STEP), (vec_rows.subproc(False), AutoresetMode.SAME_STEP)]
+    ways += [(vec_rows.subproc(True, worker_per_env=False), mode) for mode in MODES[1:]]
     for way, mode in ways:
         rows = None if unsent else _rows(way, job, mode, actions)
         _against(report, f"backends: {way.label}, {mode_name(mode)}", dummy[mode], rows, deterministic, unsent)

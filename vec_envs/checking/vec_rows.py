@@ -50,10 +50,14 @@ class Way:
     build: Callable[[EnvFn, int, AutoresetMode], Any]
 
 
-def _ours(backend: str, env_fn: EnvFn, num_envs: int, mode: AutoresetMode, **kwargs: Any) -> Any:
-    """``vec_envs.<backend>`` (its public name) over ``num_envs`` copies, behind ``to_gymnasium``."""
+def _ours(backend: str, env_fn: EnvFn, num_envs: int, mode: AutoresetMode, one_worker: bool = False,
+          **kwargs: Any) -> Any:
+    """``vec_envs.<backend>`` (its public name) over ``num_envs`` copies (``one_worker``: all in
+    one worker), behind ``to_gymnasium``."""
     import vec_envs
 
+    if one_worker:
+        kwargs["in_series"] = num_envs
     return to_gymnasium(getattr(vec_envs, backend)([env_fn] * num_envs, autoreset_mode=mode, **kwargs))
 
 
@@ -65,12 +69,15 @@ DUMMY = Way("DummyVecEnv", functools.partial(_ours, "DummyVecEnv"))
 SYNC = Way("gymnasium SyncVectorEnv", _sync)
 
 
-def subproc(shared_memory: bool) -> Way:
-    """SubprocVecEnv with spawned workers, an env each (none stepped in the parent)."""
+def subproc(shared_memory: bool, worker_per_env: bool = True) -> Way:
+    """SubprocVecEnv with spawned workers, none of its envs stepped in the parent: a worker
+    per env, or one worker for them all."""
     transport = "shared memory" if shared_memory else "pipes"
-    return Way(f"SubprocVecEnv, {transport}, spawn",
-               functools.partial(_ours, "SubprocVecEnv", context="spawn", shared_memory=shared_memory, in_series=1,
-                                 step_in_parent=False))
+    options: dict[str, Any] = {"context": "spawn", "shared_memory": shared_memory, "step_in_parent": False}
+    if worker_per_env:
+        options["in_series"] = 1
+    return Way(f"SubprocVecEnv, {transport}, spawn{'' if worker_per_env else ', 1 worker'}",
+               functools.partial(_ours, "SubprocVecEnv", one_worker=not worker_per_env, **options))
 
 
 def _agent_rows(backend: str, parallel_env_fn: EnvFn, num_envs: int, mode: AutoresetMode) -> Any:
