@@ -2,13 +2,15 @@
 
 ``tune(env_fn, num_envs)`` first times a few steps of one env (wall and CPU: an env that
 waits uses little CPU), then picks the configurations worth timing for such an env
-(``candidates``): DummyVecEnv; SubprocVecEnv with its defaults (the parent steps a slice where
-it has one) and with a few ``in_series`` values around one worker per CPU, or for envs that
-wait around one worker per env (the parent only driving), and through ``recv``/``send`` with ``batch_size = num_envs
-// 2``; ALEVecEnv for Atari ids. Each configuration is timed in a fresh process
-(``vec_envs.timing.cells``: build, warm-up, a timed window, the CPU of its whole process
-tree), in rounds that alternate them, within a budget of ``seconds``. The report is a table,
-fastest first, and the line of code of the fastest.
+(``candidates``): DummyVecEnv; SubprocVecEnv with its defaults (the parent steps a slice
+where it has one) and with a few ``in_series`` values around one worker per CPU, or, for
+envs that wait, around one worker per env (the parent only driving); SubprocVecEnv
+through ``recv``/``send`` with ``batch_size = num_envs // 2`` (the note says the fewest and
+the most steps an env took: a training batch should sample every env alike); ALEVecEnv
+for Atari ids. Each configuration is timed in a fresh process (``vec_envs.timing.cells``:
+build, warm-up, a timed window, the CPU of its whole process tree), in rounds that
+alternate them, within a budget of ``seconds``. The report is a table, fastest first, and
+the line of code of the fastest.
 
 Example:
     >>> cost = StepCost(wall_s=1e-3, cpu_s=3e-5, steps=50)           # a step that mostly waits
@@ -36,7 +38,9 @@ from vec_envs.arguments import check_int
 from vec_envs.checking.check_env import describe_factory
 from vec_envs.cpus import available_cpus
 from vec_envs.timing.cells import CellSpec, run_cell
-from vec_envs.timing.steppers import RecvSendStepper, Stepper, VecEnvStepper
+from vec_envs.timing.machine import machine_line
+from vec_envs.timing.steppers import EnvCounts, RecvSendStepper, Stepper, VecEnvStepper
+from vec_envs.timing.tables import fmt, markdown_table
 from vec_envs.worker_plan import StepCost, WorkerPlan, measure_step_cost, plan_workers
 
 __all__ = ["Candidate", "Timing", "TuneReport", "candidates", "tune", "build_candidate"]
@@ -113,7 +117,11 @@ def build_candidate(seed: int, env_file: str, num_envs: int, backend: str, optio
     if hasattr(venv, "in_series"):
         note = f"in_series {venv.in_series}, " + ("the parent steps a slice" if getattr(venv, "step_in_parent", False)
                                                   else "the parent only drives")
-    return RecvSendStepper(venv, note=note) if batch_size else VecEnvStepper(venv, note=note)
+    return EnvCounts(RecvSendStepper(venv, note=note)) if batch_size else VecEnvStepper(venv, note=note)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
 
 
 @dataclass
@@ -130,7 +138,7 @@ class Timing:
     @property
     def rate(self) -> float:
         """Median env steps per second."""
-        return statistics.median(self.rates) if self.rates else math.nan
+        return _median(self.rates)
 
     def add(self, record: dict[str, Any]) -> None:
         """One cell's record."""
@@ -145,7 +153,8 @@ class Timing:
 
 @dataclass
 class TuneReport:
-    """What ``tune`` measured: the step cost of one env, the plan it calls for, a row per candidate."""
+    """What ``tune`` measured: the step cost of one env, the plan it calls for, a row per candidate,
+    the machine."""
 
     env: str
     num_envs: int
@@ -154,6 +163,7 @@ class TuneReport:
     plan: WorkerPlan
     rows: list[Timing]
     seconds: float = 0.0
+    machine: str = ""
 
     @property
     def ranked(self) -> list[Timing]:
@@ -171,17 +181,15 @@ class TuneReport:
         cost = self.cost
         kind = "mostly waits" if self.plan.waiting else "mostly computes" if cost.busy >= 0.5 else "is short"
         queued = f" and {1e3 * cost.queued_s:.3f} ms waiting for a CPU" if cost.queued_s else ""
-        lines = [f"tune({self.env}) x {self.num_envs} on {self.cpus} CPUs, {self.seconds:.0f} s: one env's step "
-                 f"takes {1e3 * cost.wall_s:.3f} ms, {1e3 * cost.cpu_s:.3f} ms of it CPU{queued} "
-                 f"({100 * cost.busy:.0f} % busy): it {kind}", "",
-                 "| configuration | env steps/s | CPU us per env step | build s | note |", "|---|---:|---:|---:|---|"]
-        for row in [*self.ranked, *(r for r in self.rows if not r.rates)]:
-            if not row.rates:
-                lines.append(f"| {row.candidate.label} | n/a | n/a | n/a | {row.error or 'not measured'} |")
-                continue
-            lines.append(f"| {row.candidate.label} | {row.rate:,.0f} | {statistics.median(row.cpu_us):,.1f} | "
-                         f"{statistics.median(row.build_s):.2f} | {row.note} |")
-        return "\n".join(lines + ["", *self._advice()])
+        heading = (f"tune({self.env}) x {self.num_envs} on {self.cpus} CPUs, {self.seconds:.0f} s: one env's step "
+                   f"takes {1e3 * cost.wall_s:.3f} ms, {1e3 * cost.cpu_s:.3f} ms of it CPU{queued} "
+                   f"({100 * cost.busy:.0f} % busy): it {kind}")
+        rows = [[row.candidate.label, fmt(row.rate), fmt(_median(row.cpu_us), ",.1f"), fmt(_median(row.build_s), ".2f"),
+                 row.note if row.rates else row.error or "not measured"]
+                for row in [*self.ranked, *(r for r in self.rows if not r.rates)]]
+        table = markdown_table(["configuration", "env steps/s", "CPU us per env step", "build s", "note"], rows,
+                               "lrrrl")
+        return "\n".join([heading, self.machine, "", *table, "", *self._advice()])
 
     def _advice(self) -> list[str]:
         best = self.best
@@ -247,7 +255,7 @@ def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rou
         env_file = Path(folder) / "env_fn.pkl"
         env_file.write_bytes(pickled)
         _measure(rows, str(env_file), num_envs, seed, rounds, started + seconds, progress)
-    report.seconds = time.perf_counter() - started
+    report.seconds, report.machine = time.perf_counter() - started, machine_line()
     return report
 
 

@@ -29,31 +29,19 @@ from gymnasium import spaces
 
 from bench.envs import WORKLOADS, Workload, spread
 from vec_envs.extras import install_hint
-from vec_envs.timing.steppers import Batch, RawStepper, RecvSendStepper, Stepper, VecEnvStepper, first_sends
+from vec_envs.timing.steppers import (
+    Batch,
+    GymVectorStepper,
+    RawStepper,
+    RecvSendStepper,
+    Stepper,
+    VecEnvStepper,
+    first_sends,
+)
 
 __all__ = ["Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper", "EnvPoolStepper",
            "EnvPoolRecvSendStepper", "FrameStacker", "Stacked", "Method", "METHODS", "unavailable", "build",
            "batch_size_of", "WORKLOADS"]
-
-
-class GymVectorStepper(Stepper):
-    """gymnasium.vector: ``reset(seed=) -> (obs, info)``, ``step() -> 5-tuple``."""
-
-    def __init__(self, envs: Any, action_space: spaces.Space[Any], stacks_frames: bool = False,
-                 note: str = "") -> None:
-        self.envs, self.action_space = envs, action_space
-        self.num_envs = self.steps_per_call = envs.num_envs
-        self.stacks_frames, self.note = stacks_frames, note
-
-    def start(self, seed: int) -> Any:
-        return self.envs.reset(seed=seed)[0]
-
-    def step(self, actions: Any) -> Batch:
-        obs, _, terminated, truncated, _ = self.envs.step(actions)
-        return obs, terminated | truncated, None
-
-    def close(self) -> None:
-        self.envs.close()
 
 
 class EnvPoolStepper(GymVectorStepper):

@@ -6,11 +6,11 @@ for a laptop (8, 16 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the
 I1 (CartPole with an info every step) and MA (simple_spread_v3, a row per agent) are the
 workloads of the ``infos`` and ``multiagent`` commands.
 
+The synthetic envs of known cost (stragglers, waiting, zero-cost) are ``vec_envs.timing.synthetic``'s.
+
 Example:
     >>> WORKLOADS["W4"].title
     'ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4 + frame stack 4 x 8'
-    >>> ZeroCostEnv(episode_length=2).reset()[0].shape
-    (4,)
     >>> env = make_env("busy", index=0, spin_per_ms=1_000)
     >>> obs, info = env.reset(seed=0)
     >>> obs, reward, terminated, truncated, info = env.step(0)
@@ -19,8 +19,6 @@ Example:
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +27,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.ale.games import import_ale
+from vec_envs.timing.synthetic import StragglerEnv, WaitingEnv, ZeroCostEnv, calibrate_spin
 
 __all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "WaitingEnv", "ZeroCostEnv",
            "SyntheticFrameEnv", "cartpole", "cartpole_with_infos", "spread", "make_env", "make_ale", "make_pong",
@@ -44,100 +43,6 @@ ENVS = {
     "spread": "PettingZoo simple_spread_v3 (3 agents, 25-step episodes), a row per agent",
     "zero": "zero-cost env (a step does nothing)",
 }
-STRAGGLER_MS = (0.2, 2.0)
-WAITING_MS = (0.0, 2.0)
-STRAGGLER_EPISODE = 200
-
-
-def spin(iterations: int) -> int:
-    """Burn CPU in pure Python (the GIL is held throughout)."""
-    total = 0
-    for i in range(iterations):
-        total += i
-    return total
-
-
-def calibrate_spin(iterations: int = 50_000, tries: int = 7) -> int:
-    """Iterations of ``spin`` per millisecond on this machine (median of ``tries``).
-
-    Example:
-        >>> calibrate_spin(iterations=1_000, tries=1) > 0
-        True
-    """
-    seconds = []
-    for _ in range(tries):
-        start = time.perf_counter()
-        spin(iterations)
-        seconds.append(time.perf_counter() - start)
-    return max(1, int(iterations / (statistics.median(seconds) * 1000)))
-
-
-class StragglerEnv(gym.Env):
-    """Each step burns a random 0.2-2 ms of pure-Python CPU work: a mix of stragglers.
-
-    The work per step is a count of loop iterations, drawn once from ``seed`` and cycled,
-    so every method does exactly the same work whatever the CPU contention.
-
-    Args:
-        seed: seeds the per-step amounts of work (give each env of a batch its own).
-        spin_per_ms: loop iterations per millisecond (``calibrate_spin()`` once per run).
-        episode_length: steps until the episode terminates.
-
-    Example:
-        >>> env = StragglerEnv(seed=3, spin_per_ms=1_000, episode_length=2)
-        >>> _ = env.reset()
-        >>> [env.step(0)[2] for _ in range(2)]
-        [False, True]
-    """
-
-    def __init__(self, seed: int = 0, spin_per_ms: int = 25_000,
-                 episode_length: int = STRAGGLER_EPISODE) -> None:
-        self.observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float32)
-        self.action_space = spaces.Discrete(2)
-        low, high = STRAGGLER_MS
-        millis = np.random.default_rng(seed).uniform(low, high, 4096)
-        self._work = (millis * spin_per_ms).astype(int).tolist()
-        self._episode_length = episode_length
-        self._steps = 0
-        self._t = 0
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        self._t = 0
-        return np.zeros(4, np.float32), {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        spin(self._work[self._steps % len(self._work)])
-        self._steps += 1
-        self._t += 1
-        obs = np.full(4, self._t, np.float32)
-        return obs, 1.0, self._t >= self._episode_length, False, {}
-
-
-class WaitingEnv(StragglerEnv):
-    """Each step sleeps a random 0-2 ms (I/O, a simulator over a socket, a rate-limited game):
-    it takes wall time and almost no CPU. The sleeps are drawn once from ``seed`` and cycled.
-
-    Example:
-        >>> env = WaitingEnv(seed=3, episode_length=2)
-        >>> _ = env.reset()
-        >>> [env.step(0)[2] for _ in range(2)]
-        [False, True]
-    """
-
-    def __init__(self, seed: int = 0, episode_length: int = STRAGGLER_EPISODE) -> None:
-        super().__init__(seed, spin_per_ms=1, episode_length=episode_length)
-        millis = np.random.default_rng(seed).uniform(*WAITING_MS, 4096)
-        self._sleeps = (millis / 1e3).tolist()
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        time.sleep(self._sleeps[self._steps % len(self._sleeps)])
-        self._steps += 1
-        self._t += 1
-        return np.full(4, self._t, np.float32), 1.0, self._t >= self._episode_length, False, {}
-
-
 class InfoEveryStep(gym.Wrapper):
     """An env that returns one small info every step, as ALE's envs do with ``lives``.
 
@@ -168,29 +73,6 @@ def spread() -> Any:
     from mpe2 import simple_spread_v3
 
     return simple_spread_v3.parallel_env(max_cycles=25)
-
-
-class ZeroCostEnv(gym.Env):
-    """CartPole's spaces and a step that does nothing: what a VecEnv itself costs per step.
-
-    Args:
-        episode_length: steps until the episode is truncated (an episode end costs a reset).
-    """
-
-    observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
-    action_space = spaces.Discrete(2)
-
-    def __init__(self, episode_length: int = 500) -> None:
-        self.obs, self.t, self.episode_length = np.zeros(4, np.float32), 0, episode_length
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        self.t = 0
-        return self.obs, {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self.t += 1
-        return self.obs, 1.0, False, self.t >= self.episode_length, {}
 
 
 class SyntheticFrameEnv(gym.Env):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
-import os
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -26,24 +25,16 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
-import numpy as np
-
-from bench.contenders import METHODS, EnvFns, RawStepper, Stacked, Stepper, build
+from bench.contenders import METHODS, EnvFns, RawStepper, Stacked, build
 from bench.envs import WORKLOADS, make_env
 from vec_envs.timing.cells import ACTION_TABLE, CellSpec
 from vec_envs.timing.loops import presample, run_for
-from vec_envs.timing.steppers import Batch
+from vec_envs.timing.machine import available_cores
+from vec_envs.timing.steppers import EnvCounts
 
-__all__ = ["available_cores", "cell_spec", "build_cell", "measure_ceiling", "EnvCounts"]
+__all__ = ["available_cores", "cell_spec", "build_cell", "measure_ceiling"]
 
 BARRIER_TIMEOUT_S = 120.0
-
-
-def available_cores() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def cell_spec(workload: str, method: str, seed: int, window: float, warmup: float, spin_per_ms: int,
@@ -51,29 +42,6 @@ def cell_spec(workload: str, method: str, seed: int, window: float, warmup: floa
     """The cell of ``method`` on ``workload`` (keys of ``METHODS`` and ``WORKLOADS``)."""
     return CellSpec("bench.harness:build_cell", {"workload": workload, "method": method, "spin_per_ms": spin_per_ms,
                                                  "count_envs": count_envs}, seed, window, warmup)
-
-
-class EnvCounts(Stepper):
-    """Any recv/send stepper, counting the steps each env took; its note says the fewest and the most."""
-
-    def __init__(self, inner: Stepper) -> None:
-        self.inner, self.counts = inner, np.zeros(inner.num_envs, np.int64)
-        self.num_envs, self.steps_per_call, self.action_space = inner.num_envs, inner.steps_per_call, inner.action_space
-
-    def start(self, seed: int) -> Any:
-        return self.inner.start(seed)
-
-    def step(self, actions: np.ndarray) -> Batch:
-        obs, dones, env_ids = self.inner.step(actions)
-        self.counts[slice(None) if env_ids is None else env_ids] += 1
-        return obs, dones, env_ids
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def note(self) -> str:  # type: ignore[override]
-        return f"steps per env: min {self.counts.min()}, max {self.counts.max()}; {self.inner.note}"
 
 
 def build_cell(seed: int, workload: str, method: str, spin_per_ms: int, count_envs: bool = False) -> Any:

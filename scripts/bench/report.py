@@ -1,12 +1,6 @@
 """From cell records to the report: medians, the targets and the Markdown tables.
 
 Example:
-    >>> print("\\n".join(markdown_table(["method", "steps/s"], [["raw", fmt(1234.5)]])))
-    | method | steps/s |
-    |---|---:|
-    | raw | 1,234 |
-    >>> fmt(float("nan")), fmt(ratio(3.0, 2.0), ".2f", "x"), fmt(ratio(1.0, 0.0))
-    ('n/a', '1.50x', 'n/a')
     >>> records = [{"workload": "W1", "method": "raw", "steps_per_s": r, "build_s": 0.0,
     ...             "peak_mb": 40.0} for r in (90.0, 100.0, 120.0)]
     >>> s = summarize(records)["W1", "raw"]
@@ -31,7 +25,7 @@ from __future__ import annotations
 import collections
 import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,43 +33,10 @@ import numpy as np
 
 from bench.contenders import METHODS, Method
 from bench.envs import Workload
+from vec_envs.timing.tables import fmt, markdown_table, ratio
 
 __all__ = ["fmt", "ratio", "markdown_table", "LatencyStats", "Summary", "summarize", "summary_of", "Check",
            "checks", "Settings", "render_report", "workload_table"]
-
-def fmt(value: float, spec: str = ",.0f", suffix: str = "") -> str:
-    """``value`` formatted, or ``n/a`` for NaN (not measured)."""
-    return "n/a" if math.isnan(value) else format(value, spec) + suffix
-
-
-def ratio(a: float, b: float) -> float:
-    """``a / b``; NaN when either was not measured (or ``b`` is 0)."""
-    return a / b if b > 0 else float("nan")
-
-
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:
-    """The lines of a Markdown table.
-
-    Args:
-        header: the column names.
-        rows: the cells of each row, as text, one per column.
-        align: ``l`` or ``r`` per column; default: the first left, the others right.
-
-    Raises:
-        ValueError: a row or ``align`` whose length is not the header's.
-    """
-    align = align or "l" + "r" * (len(header) - 1)
-    if len(align) != len(header):
-        raise ValueError(f"markdown_table(): align {align!r} has {len(align)} columns, the header "
-                         f"{len(header)}")
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
-    for row in rows:
-        if len(row) != len(header):
-            raise ValueError(f"markdown_table(): row {list(row)} has {len(row)} cells, the header "
-                             f"{len(header)}")
-        lines.append("| " + " | ".join(row) + " |")
-    return lines
-
 
 @dataclass(frozen=True)
 class LatencyStats:

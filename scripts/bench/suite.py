@@ -139,7 +139,7 @@ def run_workloads(args: WorkloadsArgs, command: str) -> int:
 
     ``command`` is the command line that the report's settings line quotes.
     """
-    from bench.machine import machine_line
+    from vec_envs.timing.machine import machine_line
 
     if args.list:
         print(list_choices())

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 __all__ = ["CountingEnv", "WrapsUint8", "BeyondFloat32", "GlobalRandom", "OwnTerminalObservation",
-           "UnpicklableInfo", "RoundedToFloat32", "unpicklable_factory"]
+           "UnpicklableInfo", "RoundedToFloat32", "FloatFrames", "unpicklable_factory"]
 
 
 class CountingEnv(gym.Env):
@@ -102,3 +102,12 @@ class RoundedToFloat32(CountingEnv):
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict]:
         obs, reward, terminated, truncated, info = super().step(action)
         return obs.astype(np.float64) + 0.1, reward, terminated, truncated, info
+
+
+class FloatFrames(CountingEnv):
+    """Made with render_mode='rgb_array', but its frames are float64."""
+
+    render_mode = "rgb_array"
+
+    def render(self) -> Any:
+        return np.zeros((4, 6, 3), np.float64)

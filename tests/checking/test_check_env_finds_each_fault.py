@@ -120,3 +120,13 @@ def test_bad_arguments_are_refused_before_any_env_is_made():
     with pytest.raises(TypeError, match="env_fn must be a zero-argument env factory"):
         check_env(bad_envs.CountingEnv())
     assert made == []
+
+
+def test_frames_tile_images_cannot_use_are_found_and_good_ones_pass():
+    report = check_env(bad_envs.FloatFrames, steps=STEPS)
+    assert findings(report, "render") == [
+        "render() returned a (4, 6, 3) float64 array; tile_images and render('human') need (H, W, 3) uint8 frames"]
+    good = check_env(functools.partial(make_env, "CartPole-v1", render_mode="rgb_array"), steps=STEPS)
+    assert next(row.detail for row in good.rows if row.check == "render").startswith(
+        "render_mode rgb_array: a (400, 600, 3) uint8 frame per env")
+    assert good.findings == [], good.text()

@@ -5,22 +5,16 @@ here is loose: the machine running the tests is shared; scripts/BENCHMARKS.md ha
 from __future__ import annotations
 
 import functools
-import importlib
 import re
-import sys
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
+from vec_envs.timing.synthetic import StragglerEnv, WaitingEnv, calibrate_spin
 from vec_envs.tuning import Candidate, candidates, tune
 from vec_envs.worker_plan import StepCost
 
 pytest.importorskip("psutil")
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-if str(SCRIPTS) not in sys.path:  # the benchmark's envs import as ``bench.envs``
-    sys.path.insert(0, str(SCRIPTS))
-bench_envs = importlib.import_module("bench.envs")
 WEAK_BOUND = 0.5  # of the fastest timed at length: what a shared two-core machine lets a test promise
 
 
@@ -63,11 +57,11 @@ def cartpole():
 
 
 def stragglers():
-    return functools.partial(bench_envs.StragglerEnv, seed=None, spin_per_ms=bench_envs.calibrate_spin())
+    return functools.partial(StragglerEnv, seed=None, spin_per_ms=calibrate_spin())
 
 
 def waiting():
-    return functools.partial(bench_envs.WaitingEnv, seed=None)
+    return functools.partial(WaitingEnv, seed=None)
 
 
 @pytest.mark.timeout(300)

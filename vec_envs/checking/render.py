@@ -5,7 +5,9 @@ made with ``render_mode="rgb_array"`` whose frames are ``(H, W, 3)`` (or ``(H, W
 
 Example:
     >>> import gymnasium as gym
-    >>> render_check(gym.make("CartPole-v1", render_mode="rgb_array"))
+    >>> env = gym.make("CartPole-v1", render_mode="rgb_array")
+    >>> _ = env.reset(seed=0)
+    >>> render_check(env)
     ('render_mode rgb_array: a (400, 600, 3) uint8 frame per env, which tile_images and render("human") use', None)
     >>> render_check(gym.make("CartPole-v1"))[1] is None
     True

@@ -1,5 +1,7 @@
 """CPU and memory of a process tree (a process, its workers, their children), counted one way
-everywhere: user + sys seconds of every live process in the tree, and the summed RSS.
+everywhere: the CPU seconds of every thread of every live process in the tree (Linux's
+per-thread ``schedstat``, in nanoseconds; elsewhere psutil's user + sys, in clock ticks),
+and the summed RSS.
 
 Needs psutil (the ``bench`` extra): every function imports it when called.
 
@@ -10,11 +12,12 @@ Example:
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from vec_envs.extras import missing_extra
 
-__all__ = ["psutil_module", "process_tree", "tree_cpu", "own_tree_cpu", "machine_busy_s", "tree_rss",
+__all__ = ["psutil_module", "process_tree", "process_cpu", "tree_cpu", "own_tree_cpu", "machine_busy_s", "tree_rss",
            "TreeSampler", "kill_tree", "kill_leftovers"]
 
 SAMPLE_INTERVAL_S = 0.1       # how often a TreeSampler reads the tree's memory
@@ -38,14 +41,23 @@ def process_tree(root: Any) -> list[Any]:
         return []
 
 
+def process_cpu(proc: Any) -> float:
+    """CPU seconds so far of every thread of ``proc`` (a ``psutil.Process``)."""
+    try:
+        return sum(int((task / "schedstat").read_text().split()[0])
+                   for task in Path(f"/proc/{proc.pid}/task").iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        cpu = proc.cpu_times()
+        return float(cpu.user + cpu.system)
+
+
 def tree_cpu(root: Any) -> dict[int, float]:
-    """user + sys seconds of every process in the tree of ``root``, by pid."""
+    """CPU seconds so far of every process in the tree of ``root``, by pid."""
     psutil = psutil_module()
     times = {}
     for proc in process_tree(root):
         try:
-            cpu = proc.cpu_times()
-            times[proc.pid] = cpu.user + cpu.system
+            times[proc.pid] = process_cpu(proc)
         except psutil.Error:
             pass
     return times

@@ -4,7 +4,9 @@ A ``Stepper``'s ``step`` is one call of the timed loop: a lock-step ``step`` of 
 batch (``steps_per_call = num_envs``) or one ``recv`` + ``send`` round of an asynchronous
 API (``steps_per_call = batch_size``). ``RawStepper`` is one env in a plain loop,
 ``VecEnvStepper`` any VecEnv in lock-step, ``RecvSendStepper`` one of ours through
-``recv`` / ``send``; a benchmark adds its own for other libraries.
+``recv`` / ``send``, ``GymVectorStepper`` a gymnasium vector env; ``EnvCounts`` counts the
+steps each env took (how alike recv/send samples the envs). A benchmark adds its own for
+other libraries.
 
 Example:
     >>> import gymnasium as gym
@@ -25,7 +27,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["Batch", "Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "first_sends"]
+__all__ = ["Batch", "Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper", "EnvCounts",
+           "first_sends"]
 
 Batch = tuple[Any, np.ndarray, "np.ndarray | None"]
 """``(obs, dones, env_ids)`` of one call; ``env_ids`` None = every env, in order."""
@@ -141,3 +144,46 @@ class RecvSendStepper(VecEnvStepper):
         obs, _, dones, _, env_ids = self.venv.recv()
         self.venv.send(actions[env_ids], env_ids)
         return obs, dones, env_ids
+
+
+class GymVectorStepper(Stepper):
+    """gymnasium.vector: ``reset(seed=) -> (obs, info)``, ``step() -> 5-tuple``."""
+
+    def __init__(self, envs: Any, action_space: spaces.Space[Any], stacks_frames: bool = False,
+                 note: str = "") -> None:
+        self.envs, self.action_space = envs, action_space
+        self.num_envs = self.steps_per_call = envs.num_envs
+        self.stacks_frames, self.note = stacks_frames, note
+
+    def start(self, seed: int) -> Any:
+        return self.envs.reset(seed=seed)[0]
+
+    def step(self, actions: Any) -> Batch:
+        obs, _, terminated, truncated, _ = self.envs.step(actions)
+        return obs, terminated | truncated, None
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+class EnvCounts(Stepper):
+    """Any recv/send stepper, counting the steps each env took; its note says the fewest and the most."""
+
+    def __init__(self, inner: Stepper) -> None:
+        self.inner, self.counts = inner, np.zeros(inner.num_envs, np.int64)
+        self.num_envs, self.steps_per_call, self.action_space = inner.num_envs, inner.steps_per_call, inner.action_space
+
+    def start(self, seed: int) -> Any:
+        return self.inner.start(seed)
+
+    def step(self, actions: np.ndarray) -> Batch:
+        obs, dones, env_ids = self.inner.step(actions)
+        self.counts[slice(None) if env_ids is None else env_ids] += 1
+        return obs, dones, env_ids
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def note(self) -> str:  # type: ignore[override]
+        return f"steps per env: min {self.counts.min()}, max {self.counts.max()}; {self.inner.note}"
