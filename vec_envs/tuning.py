@@ -37,6 +37,7 @@ from typing import Any
 from vec_envs.arguments import check_int
 from vec_envs.checking.check_env import describe_factory
 from vec_envs.cpus import available_cpus
+from vec_envs.make_vec_env import backend_class
 from vec_envs.timing.cells import CellSpec, run_cell
 from vec_envs.timing.machine import machine_line
 from vec_envs.timing.steppers import EnvCounts, RecvSendStepper, Stepper, VecEnvStepper
@@ -105,14 +106,14 @@ def build_candidate(seed: int, env_file: str, num_envs: int, backend: str, optio
     """In a cell: the candidate's VecEnv over the pickled factory of ``env_file``, as a stepper."""
     import cloudpickle
 
-    import vec_envs
-
     options = dict(options)
     if backend == "ALEVecEnv":
-        venv = vec_envs.ALEVecEnv(options.pop("game"), num_envs, seed=seed, batch_size=batch_size, **ALE_V5)
+        from vec_envs.ale.ale_vec_env import ALEVecEnv
+
+        venv: Any = ALEVecEnv(options.pop("game"), num_envs, seed=seed, batch_size=batch_size, **ALE_V5)
     else:
         env_fn = cloudpickle.loads(Path(env_file).read_bytes())
-        venv = getattr(vec_envs, backend)([env_fn] * num_envs, batch_size=batch_size, **options)
+        venv = backend_class(backend)([env_fn] * num_envs, batch_size=batch_size, **options)
     note = ""
     if hasattr(venv, "in_series"):
         note = f"in_series {venv.in_series}, " + ("the parent steps a slice" if getattr(venv, "step_in_parent", False)

@@ -32,6 +32,7 @@ from gymnasium.vector.utils import batch_space
 
 from vec_envs.checking.differences import first_difference
 from vec_envs.interop.to_gymnasium import to_gymnasium
+from vec_envs.make_vec_env import backend_class
 from vec_envs.spaces.batching import copy_obs
 
 __all__ = ["Way", "DUMMY", "SYNC", "subproc", "multiagent_rows", "record", "compare", "sample_batches", "Rows"]
@@ -52,13 +53,11 @@ class Way:
 
 def _ours(backend: str, env_fn: EnvFn, num_envs: int, mode: AutoresetMode, one_worker: bool = False,
           **kwargs: Any) -> Any:
-    """``vec_envs.<backend>`` (its public name) over ``num_envs`` copies (``one_worker``: all in
+    """The backend ``backend`` (``DummyVecEnv``...) over ``num_envs`` copies (``one_worker``: all in
     one worker), behind ``to_gymnasium``."""
-    import vec_envs
-
     if one_worker:
         kwargs["in_series"] = num_envs
-    return to_gymnasium(getattr(vec_envs, backend)([env_fn] * num_envs, autoreset_mode=mode, **kwargs))
+    return to_gymnasium(backend_class(backend)([env_fn] * num_envs, autoreset_mode=mode, **kwargs))
 
 
 def _sync(env_fn: EnvFn, num_envs: int, mode: AutoresetMode) -> Any:

@@ -146,9 +146,9 @@ def cartpole_stepper(seed: int, num_envs: int = 2) -> Stepper:
     """DummyVecEnv of CartPole-v1 in lock-step: the cell of the examples."""
     import gymnasium as gym
 
-    from vec_envs import DummyVecEnv
+    from vec_envs.make_vec_env import backend_class
 
-    return VecEnvStepper(DummyVecEnv([lambda: gym.make("CartPole-v1")] * num_envs))
+    return VecEnvStepper(backend_class("dummy")([lambda: gym.make("CartPole-v1")] * num_envs))
 
 
 # ---------------------------------------------------------------- the parent's side
