@@ -10,7 +10,8 @@ the most steps an env took: a training batch should sample every env alike); ALE
 for Atari ids. Each configuration is timed in a fresh process (``vec_envs.timing.cells``:
 build, warm-up, a timed window, the CPU of its whole process tree), in rounds that
 alternate them, within a budget of ``seconds``. The report is a table, fastest first, and
-the line of code of the fastest.
+the line of code of the one to use (``recommend``: the fastest, or one as fast within the
+noise of the measurement that takes less CPU).
 
 Example:
     >>> cost = StepCost(wall_s=1e-3, cpu_s=3e-5, steps=50)           # a step that mostly waits
@@ -44,11 +45,12 @@ from vec_envs.timing.steppers import EnvCounts, RecvSendStepper, Stepper, VecEnv
 from vec_envs.timing.tables import fmt, markdown_table
 from vec_envs.worker_plan import StepCost, WorkerPlan, measure_step_cost, plan_workers
 
-__all__ = ["Candidate", "Timing", "TuneReport", "candidates", "tune", "build_candidate"]
+__all__ = ["Candidate", "Timing", "TuneReport", "candidates", "recommend", "tune", "build_candidate"]
 
 CELL_TIMEOUT_S = 180.0
 BUILD_GUESS_S = 1.5           # what a cell costs beyond its window, before one was measured
 MIN_WINDOW_S = 0.3
+NOISE = 0.1                   # rates closer than this share are taken as alike
 #: ALEVecEnv's options that give the frames, actions and randomness of an ``ALE/<Game>-v5`` id
 ALE_V5: dict[str, Any] = {"frame_skip": 4, "repeat_action_probability": 0.25, "noop_max": 0, "warp_frame": False,
           "grayscale": False, "episode_life": False, "clip_rewards": False, "fire_reset": False}
@@ -121,6 +123,18 @@ def build_candidate(seed: int, env_file: str, num_envs: int, backend: str, optio
     return EnvCounts(RecvSendStepper(venv, note=note)) if batch_size else VecEnvStepper(venv, note=note)
 
 
+def recommend(timings: list[Timing]) -> Candidate | None:
+    """Of ``timings`` (fastest first), the fastest, or, among those as fast as it within the noise
+    of the measurement (``NOISE``, or the fastest's own spread over its rounds), the one that
+    takes the least CPU per env step: a difference the rounds cannot tell apart is not worth
+    the CPU (which a machine shared with other work skews far less than steps/s)."""
+    if not timings:
+        return None
+    top = timings[0]
+    alike = [t for t in timings if t.rate >= top.rate * (1 - max(NOISE, top.spread))]
+    return min(alike, key=lambda t: _median(t.cpu_us)).candidate
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
@@ -140,6 +154,11 @@ class Timing:
     def rate(self) -> float:
         """Median env steps per second."""
         return _median(self.rates)
+
+    @property
+    def spread(self) -> float:
+        """How far apart its rounds' rates were, relative to their median (0 with one round)."""
+        return (max(self.rates) - min(self.rates)) / self.rate if len(self.rates) > 1 else 0.0
 
     def add(self, record: dict[str, Any]) -> None:
         """One cell's record."""
@@ -173,9 +192,8 @@ class TuneReport:
 
     @property
     def best(self) -> Candidate | None:
-        """The fastest candidate, or None when none ran."""
-        ranked = self.ranked
-        return ranked[0].candidate if ranked else None
+        """The candidate to use, or None when none ran: see ``recommend``."""
+        return recommend(self.ranked)
 
     def text(self) -> str:
         """The report the console command prints."""
@@ -196,12 +214,14 @@ class TuneReport:
         best = self.best
         if best is None:
             return ["no configuration ran: see the notes"]
-        lines = [f"fastest: venv = {best.code(self.num_envs)}"]
+        lines = [f"use: venv = {best.code(self.num_envs)}"]
+        if best != self.ranked[0].candidate:
+            lines[0] += f"  # as fast as {self.ranked[0].candidate.label} within the noise, for less CPU"
         if best.batch_size:
             lines[0] += "  # then venv.async_reset() and recv() / send(actions, env_ids)"
-            lockstep = next((r.candidate for r in self.ranked if not r.candidate.batch_size), None)
+            lockstep = recommend([r for r in self.ranked if not r.candidate.batch_size])
             if lockstep is not None:
-                lines.append(f"fastest with step(): venv = {lockstep.code(self.num_envs)}")
+                lines.append(f"with step(): venv = {lockstep.code(self.num_envs)}")
         return lines
 
     def __str__(self) -> str:

@@ -332,6 +332,6 @@ def render_report(settings: Settings, workloads: list[Workload], methods: list[M
         lines += [f"## {w.key}: {w.title}", "", *table, ""]
         notes = workload_notes(w, methods, sums, skipped)
         lines += [*notes, ""] if notes else []
-    rows = [c.row() for w in workloads for c in checks(w.key, sums)]
+    rows = [c.row() for w in workloads for c in checks(w.key, sums) if c.shown != "n/a"]  # those measured
     lines += ["## Targets", "", *markdown_table(TARGETS_HEADER, rows, "lllll")] if rows else []
     return "\n".join(lines) + "\n"

@@ -60,7 +60,7 @@ def test_tune_prints_the_table_and_the_fastest_line():
     done = run(TUNE, "CartPole-v1", "--num-envs", "2", "--seconds", "3", "--rounds", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| configuration | env steps/s | CPU us per env step | build s | note |" in done.stdout
-    assert "fastest: venv = " in done.stdout
+    assert "use: venv = " in done.stdout
 
 
 @pytest.mark.parametrize("script, args", [

@@ -1,4 +1,4 @@
-"""Time the backends and settings worth trying for an env on this machine; the fastest's line of code.
+"""Time the backends and settings worth trying for an env on this machine; the line of code to use.
 
     vec-envs-tune CartPole-v1 --num-envs 8
     vec-envs-tune ALE/Pong-v5 --num-envs 8 --seconds 60       # ALEVecEnv's configurations too
@@ -8,7 +8,8 @@
 Times a few steps of one env (how much of a step is CPU: an env that waits uses little),
 then each configuration worth trying for such an env in a fresh process, in alternating
 rounds within ``--seconds`` (``vec_envs.tune``), with a progress bar; prints a table,
-fastest first, and the line that builds the fastest. Exit status 0, 1 when no
+fastest first, and the line that builds the one to use (the fastest, or one as fast within
+the noise that takes less CPU). Exit status 0, 1 when no
 configuration ran (or the env cannot be made), 2 for a bad command line, 130 on Ctrl-C.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _seconds(text: str) -> float:
 
 @dataclass
 class Args:
-    """Which backend and settings step an env fastest here: each timed, the fastest's line of code."""
+    """Which backend and settings step an env fastest here: each timed, the line of code to use."""
 
     env: str = field(metadata={"help": "a registered env id (CartPole-v1, ALE/Pong-v5) or module:factory, a "
                                        "zero-argument function returning a gymnasium env"})
