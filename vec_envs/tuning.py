@@ -229,7 +229,8 @@ class TuneReport:
 
 
 def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rounds: int = 2, seed: int = 0,
-         env_id: str | None = None, only: Sequence[Candidate] | None = None, progress: bool = True) -> TuneReport:
+         env_id: str | None = None, only: Sequence[Candidate] | None = None, progress: bool = True,
+         name: str | None = None) -> TuneReport:
     """Time the configurations worth trying for ``num_envs`` envs of ``env_fn`` on this machine.
 
     Args:
@@ -243,6 +244,7 @@ def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rou
             adds ALEVecEnv's configurations).
         only: time these configurations instead of ``candidates``'s choice.
         progress: draw a progress bar on stderr.
+        name: what the report calls the env (default: ``env_id``, else from the factory).
 
     Returns:
         The report: ``print(report)`` shows the table and the line of code of the fastest.
@@ -271,7 +273,7 @@ def tune(env_fn: Callable[[], Any], num_envs: int, *, seconds: float = 40.0, rou
     game = _game(env_id)
     rows = [Timing(c) for c in (only or candidates(num_envs, cpus, cost, game))]
     plan = plan_workers(num_envs, cpus, cost.own_s, cost.cpu_s)
-    report = TuneReport(env_id or describe_factory(env_fn), num_envs, cpus, cost, plan, rows)
+    report = TuneReport(name or env_id or describe_factory(env_fn), num_envs, cpus, cost, plan, rows)
     with tempfile.TemporaryDirectory(prefix="vec_envs_tune_") as folder:
         env_file = Path(folder) / "env_fn.pkl"
         env_file.write_bytes(pickled)

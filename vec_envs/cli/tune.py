@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         require_extra("psutil", "bench", "vec-envs-tune (it counts the CPU of each configuration's processes)")
         env_id = None if ":" in args.env else args.env
         report = tune(env_factory(args.env), args.num_envs, seconds=args.seconds, rounds=args.rounds,
-                      seed=args.seed, env_id=env_id)
+                      seed=args.seed, env_id=env_id, name=args.env)
         print(report)
         if report.best is None:
             raise CommandError("no configuration ran (see the notes in the table)")
