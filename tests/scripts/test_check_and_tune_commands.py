@@ -64,7 +64,7 @@ def test_tune_prints_the_table_and_the_fastest_line():
 
 
 @pytest.mark.parametrize("script, args", [
-    (CHECK, ["tests.checking.bad_envs:CountingEnv", "--steps", "400"]),
+    (CHECK, ["vec_envs.timing.synthetic:WaitingEnv", "--steps", "4000"]),  # sleeps about 1 ms a step
     (TUNE, ["CartPole-v1", "--num-envs", "2", "--seconds", "60"]),
 ], ids=["check", "tune"])
 def test_ctrl_c_exits_130_and_ends_every_process_it_started(script, args):
