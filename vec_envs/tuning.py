@@ -192,7 +192,7 @@ class TuneReport:
 
     @property
     def best(self) -> Candidate | None:
-        """The candidate to use, or None when none ran: see ``recommend``."""
+        """The candidate to use (see ``recommend``), or None when none ran."""
         return recommend(self.ranked)
 
     def text(self) -> str:
