@@ -14,7 +14,7 @@ from vec_envs.arguments import backend_kwargs, check_env_fns, check_int
 from vec_envs.types import EnvFn
 from vec_envs.vec_env_base import VecEnvBase
 
-__all__ = ["BACKENDS", "make_env", "make_vec_env"]
+__all__ = ["BACKENDS", "backend_class", "make_env", "make_vec_env"]
 
 #: ``vec_env_cls`` by name: module and class of each backend.
 BACKENDS = {"dummy": ("vec_envs.dummy_vec_env", "DummyVecEnv"),
@@ -55,8 +55,23 @@ def _backend(vec_env_cls: Callable[..., VecEnvBase] | str | None) -> Callable[..
     if vec_env_cls not in BACKENDS:
         raise ValueError(f"make_vec_env(): vec_env_cls={vec_env_cls!r} is not a backend name; expected "
                          f"one of {sorted(BACKENDS)} or a VecEnv class")
-    module, name = BACKENDS[vec_env_cls]
-    backend: Callable[..., VecEnvBase] = getattr(importlib.import_module(module), name)
+    return backend_class(vec_env_cls)
+
+
+def backend_class(name: str) -> Callable[..., VecEnvBase]:
+    """The backend ``name`` names: a key of ``BACKENDS`` (``"subproc"``) or its class's name
+    (``"SubprocVecEnv"``), imported from its module when asked (so modules that ``vec_envs``
+    itself imports can name a backend without importing ``vec_envs``).
+
+    Example:
+        >>> backend_class("SubprocVecEnv") is backend_class("subproc")
+        True
+    """
+    found = BACKENDS.get(name) or next((entry for entry in BACKENDS.values() if entry[1] == name), None)
+    if found is None:
+        raise ValueError(f"backend_class(): {name!r} names no backend; expected one of {sorted(BACKENDS)} or "
+                         f"{sorted(cls for _, cls in BACKENDS.values())}")
+    backend: Callable[..., VecEnvBase] = getattr(importlib.import_module(found[0]), found[1])
     return backend
 
 

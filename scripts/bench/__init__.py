@@ -1,14 +1,16 @@
-"""The benchmark harness behind ``scripts/benchmark.py``, one module per concern:
+"""The benchmark behind ``scripts/benchmark.py``, over the timing harness of ``vec_envs.timing``
+(the timing loops, one cell per fresh process, the CPU of its process tree), one module per concern:
 
-- ``envs``: the envs stepped and the workloads made of them (W1..W5, M1..M5).
-- ``contenders``: every contender behind one stepping interface, and how each is built.
-- ``harness``: the measurement, once: timing loops, one cell in a fresh process, the
-  machine ceiling.
-- ``tree``: the parent's side of a cell: its process tree's CPU and memory, timeouts.
-- ``report``: medians, targets, Markdown tables and the chart.
-- ``machine``: the machine line and the check for the ``bench`` extra.
-- ``micro``: the focused measurements (ALEVecEnv on W4, wrappers, interop, Ray, agent pauses).
+- ``envs``: the envs stepped and the workloads made of them (W1..W6, M1..M5, I1, MA).
+- ``contenders``: every contender behind the one stepping interface, and how each is built.
+- ``harness``: a cell of one method on one workload, and the machine ceiling.
+- ``tree``: the parent's side of the cells: run them, keep their workload, method and repeat.
+- ``suite``: the workloads command and its presets (ale, infos, autoreset, multiagent, fairness).
+- ``report``: medians, targets and the Markdown report; ``plot``: its PNGs.
+- ``machine``: the check for the ``bench`` extra.
+- ``micro``: the paired measurements (wrappers, interop, Ray).
 - ``overhead``: where a batch's CPU goes (the driving thread, the workers) and the cost model.
+- ``step_path``: the files and functions one call passes through.
 
 ``python scripts/benchmark.py`` puts ``scripts/`` first on ``sys.path``, so this package
 imports as ``bench``.

@@ -1,22 +1,13 @@
-"""The contenders: every batch API behind one stepping interface, and how each is built.
+"""The contenders: every batch API behind the one stepping interface of ``vec_envs.timing``
+(``Stepper``: ours are there, the peers' here), and how each is built.
 
-A ``Stepper``'s ``step`` is one call of the timed loop: a lock-step ``step`` of the whole
-batch (``steps_per_call = num_envs``) or one ``recv`` + ``send`` round of an
-asynchronous API (``steps_per_call = batch_size``). A ``Method`` is a row of the report:
-its ``family`` picks the builder (raw env loop, the machine ceiling, ours, ALEVecEnv,
-gymnasium, SB3, EnvPool, PufferLib), each a short function; ``unavailable`` says why a method
-cannot run here (a package not installed, a backend without the asynchronous API).
+A ``Method`` is a row of the report: its ``family`` picks the builder (raw env loop, the
+machine ceiling, ours, ALEVecEnv, gymnasium, SB3, EnvPool, PufferLib, a raw loop of
+ParallelEnvs, SuperSuit), each a short function; ``unavailable`` says why a method cannot
+run a workload here (a package not installed, a backend without the asynchronous API, an
+env it does not take).
 
 Example:
-    >>> import gymnasium as gym
-    >>> from vec_envs import DummyVecEnv
-    >>> stepper = VecEnvStepper(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2))
-    >>> stepper.start(seed=0).shape
-    (2, 4)
-    >>> obs, dones, env_ids = stepper.step(np.array([0, 1]))
-    >>> obs.shape, env_ids is None, stepper.steps_per_call
-    ((2, 4), True, 2)
-    >>> stepper.close()
     >>> METHODS["subproc-async"].label
     'SubprocVecEnv() recv/send, batch_size num_envs/2'
     >>> unavailable(METHODS["envpool"], WORKLOADS["W5"])
@@ -36,147 +27,21 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from bench.envs import WORKLOADS, Workload
+from bench.envs import WORKLOADS, Workload, spread
 from vec_envs.extras import install_hint
+from vec_envs.timing.steppers import (
+    Batch,
+    GymVectorStepper,
+    RawStepper,
+    RecvSendStepper,
+    Stepper,
+    VecEnvStepper,
+    first_sends,
+)
 
 __all__ = ["Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper", "EnvPoolStepper",
            "EnvPoolRecvSendStepper", "FrameStacker", "Stacked", "Method", "METHODS", "unavailable", "build",
            "batch_size_of", "WORKLOADS"]
-
-Batch = tuple[Any, np.ndarray, "np.ndarray | None"]
-"""``(obs, dones, env_ids)`` of one call; ``env_ids`` None = every env, in order."""
-
-
-class Stepper:
-    """One batch API (or one env) behind the interface of the timed loop.
-
-    Attributes:
-        num_envs: envs in the batch.
-        steps_per_call: env steps that one ``step`` call performs.
-        action_space: the action space of one env.
-        stacks_frames: stacks frames itself (no in-script stacker needed on top).
-        note: what the report should say about how it ran.
-    """
-
-    num_envs: int
-    steps_per_call: int
-    action_space: spaces.Space[Any]
-    stacks_frames = False
-    note = ""
-
-    def start(self, seed: int) -> Any:
-        """Seed env i with ``seed + i`` and reset; the first observations, or None for an
-        asynchronous API (which has received every env's reset row and sent it an action)."""
-        raise NotImplementedError
-
-    def step(self, actions: np.ndarray) -> Batch:
-        """One call: ``actions`` holds one action per env of the batch."""
-        raise NotImplementedError
-
-    def rows(self, actions: np.ndarray) -> list[Any]:
-        """The pre-sampled ``(steps, num_envs, ...)`` actions as the arguments of ``step``."""
-        return list(actions)
-
-    def close(self) -> None:
-        """Close the envs (and join any workers)."""
-        raise NotImplementedError
-
-
-class RawStepper(Stepper):
-    """A single env in a plain loop (reset when its episode ends): the per-core rate."""
-
-    def __init__(self, env: Any) -> None:
-        self.env, self.action_space = env, env.action_space
-        self.num_envs = self.steps_per_call = 1
-
-    def start(self, seed: int) -> Any:
-        return self.env.reset(seed=seed)[0][None]
-
-    def step(self, actions: Any) -> Batch:
-        obs, _, terminated, truncated, _ = self.env.step(actions)
-        done = terminated or truncated
-        if done:
-            obs, _ = self.env.reset()
-        return obs[None], np.array([done]), None
-
-    def rows(self, actions: np.ndarray) -> list[Any]:
-        return list(actions[:, 0])
-
-    def close(self) -> None:
-        self.env.close()
-
-
-class VecEnvStepper(Stepper):
-    """The baselines / SB3 API: ``seed()``, ``reset() -> obs``, ``step() -> 4-tuple``."""
-
-    def __init__(self, venv: Any, stacks_frames: bool = False, note: str = "") -> None:
-        self.venv, self.action_space = venv, venv.action_space
-        self.num_envs = self.steps_per_call = venv.num_envs
-        self.stacks_frames, self.note = stacks_frames, note
-
-    def start(self, seed: int) -> Any:
-        self.venv.seed(seed)
-        return self.venv.reset()
-
-    def step(self, actions: Any) -> Batch:
-        obs, _, dones, _ = self.venv.step(actions)
-        return obs, dones, None
-
-    def close(self) -> None:
-        self.venv.close()
-
-
-def first_sends(recv: Callable[[], np.ndarray], send: Callable[[np.ndarray, np.ndarray], None],
-                num_envs: int, action_space: spaces.Space[Any]) -> None:
-    """Receive every env's reset row and send it a first action.
-
-    An asynchronous reset finishes inside the first ``recv`` calls; done here, it counts
-    as build time (as ``reset()`` does for lock-step methods), not as stepping.
-    """
-    seen: set[int] = set()
-    while len(seen) < num_envs:
-        env_ids = recv()
-        send(np.array([action_space.sample() for _ in env_ids]), env_ids)
-        seen.update(int(i) for i in env_ids)
-
-
-class RecvSendStepper(VecEnvStepper):
-    """Our asynchronous API: ``async_reset()``, then ``recv()`` + ``send(actions[ids], ids)``."""
-
-    def __init__(self, venv: Any, stacks_frames: bool = False, note: str = "") -> None:
-        super().__init__(venv, stacks_frames, note)
-        self.steps_per_call = venv.batch_size
-
-    def start(self, seed: int) -> Any:
-        self.venv.seed(seed)
-        self.venv.async_reset()
-        first_sends(lambda: self.venv.recv()[-1], self.venv.send, self.num_envs, self.action_space)
-        return None
-
-    def step(self, actions: np.ndarray) -> Batch:
-        obs, _, dones, _, env_ids = self.venv.recv()
-        self.venv.send(actions[env_ids], env_ids)
-        return obs, dones, env_ids
-
-
-class GymVectorStepper(Stepper):
-    """gymnasium.vector: ``reset(seed=) -> (obs, info)``, ``step() -> 5-tuple``."""
-
-    def __init__(self, envs: Any, action_space: spaces.Space[Any], stacks_frames: bool = False,
-                 note: str = "") -> None:
-        self.envs, self.action_space = envs, action_space
-        self.num_envs = self.steps_per_call = envs.num_envs
-        self.stacks_frames, self.note = stacks_frames, note
-
-    def start(self, seed: int) -> Any:
-        return self.envs.reset(seed=seed)[0]
-
-    def step(self, actions: Any) -> Batch:
-        obs, _, terminated, truncated, _ = self.envs.step(actions)
-        return obs, terminated | truncated, None
-
-    def close(self) -> None:
-        self.envs.close()
 
 
 class EnvPoolStepper(GymVectorStepper):
@@ -267,6 +132,8 @@ EnvFns = list[Callable[[], Any]]
 ATARI = ("W3", "W4", "M3", "M4")
 ATARI_ENVS = ("pong", "breakout")
 NOT_BUSY = ("W1", "W2", "M1", *ATARI)
+SMALL = ("W1", "W3", "W4", "W5", "W6", "M3", "M4", "M5")  # a process per env is affordable
+AGENT_ROWS = ("ours", "ma-raw", "supersuit")  # the families that step ParallelEnvs
 
 
 @dataclass(frozen=True)
@@ -277,8 +144,8 @@ class Method:
         key: command-line name.
         label: the report's name for it.
         family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool,
-            pufferlib).
-        options: that builder's arguments.
+            pufferlib, ma-raw, supersuit).
+        options: that builder's arguments (ours: ``view="gymnasium"`` steps it behind ``to_gymnasium``).
         recv_send: driven by ``recv`` / ``send``, ``batch_size = num_envs // batch_divisor``.
         batch_divisor: see ``recv_send``.
         quick: part of the ``--quick`` subset.
@@ -309,34 +176,53 @@ def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tu
                    recv_send=True, quick=quick, workloads=workloads)]
 
 
+def _quarter(in_series: int | str) -> Method:
+    """SubprocVecEnv under recv/send with batch_size num_envs/4 (the fairness command's methods)."""
+    shown = "" if in_series == "auto" else f"in_series={in_series}"
+    return Method(f"fair-{in_series}", f"SubprocVecEnv({shown}) recv/send, batch_size num_envs/4", "ours",
+                  {"backend": "SubprocVecEnv", "in_series": in_series}, recv_send=True, batch_divisor=4,
+                  workloads=("W5", "W6"))
+
+
 METHODS: dict[str, Method] = {m.key: m for m in [
     Method("raw", "raw (1 env, plain loop)", "raw"),
-    Method("ceiling", "machine ceiling (1 raw loop per core, at once)", "ceiling", quick=True),
+    Method("ceiling", "machine ceiling (1 raw loop per core, at once)", "ceiling", quick=True,
+           workloads=tuple(k for k in WORKLOADS if k not in ("W6", "MA"))),  # envs that wait have none of a core
     *_ours("dummy", "DummyVecEnv", "DummyVecEnv", quick=True),
     *_ours("subproc", "SubprocVecEnv()", "SubprocVecEnv", quick=True),
     Method("subproc-noshm", "SubprocVecEnv(shared_memory=False)", "ours",
            {"backend": "SubprocVecEnv", "shared_memory": False}),
-    *_ours("subproc-1", "SubprocVecEnv(in_series=1)", "SubprocVecEnv", in_series=1,
-           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),
-    *_ours("subproc-2", "SubprocVecEnv(in_series=2)", "SubprocVecEnv", in_series=2,
-           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),
+    *_ours("subproc-1", "SubprocVecEnv(in_series=1)", "SubprocVecEnv", in_series=1, workloads=SMALL),
+    *_ours("subproc-2", "SubprocVecEnv(in_series=2)", "SubprocVecEnv", in_series=2, workloads=(*SMALL, "MA")),
+    Method("subproc-next", "SubprocVecEnv(autoreset_mode='next_step')", "ours",
+           {"backend": "SubprocVecEnv", "autoreset_mode": "next_step"}),
+    Method("subproc-gym", "to_gymnasium(SubprocVecEnv())", "ours", {"backend": "SubprocVecEnv", "view": "gymnasium"}),
+    Method("subproc-gym-next", "to_gymnasium(SubprocVecEnv(autoreset_mode='next_step'))", "ours",
+           {"backend": "SubprocVecEnv", "view": "gymnasium", "autoreset_mode": "next_step"}),
     *_ours("ray", "RayVecEnv()", "RayVecEnv"),
+    *(_quarter(k) for k in ("auto", 1, 2, 4)),
     Method("ale", "ALEVecEnv", "ale", quick=True, workloads=ATARI),
     Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True, quick=True,
            workloads=ATARI),
     Method("ale-async-4", "ALEVecEnv recv/send, batch_size num_envs/4", "ale", recv_send=True, batch_divisor=4,
+           workloads=ATARI),
+    Method("ale-next", "ALEVecEnv(autoreset_mode='next_step')", "ale", {"autoreset_mode": "next_step"},
            workloads=ATARI),
     Method("ale-engine", "ale-py AtariVectorEnv (the C++ engine under ALEVecEnv)", "ale-engine", workloads=ATARI),
     Method("gym-sync", "gymnasium SyncVectorEnv", "gymnasium", {"cls": "SyncVectorEnv"}, quick=True),
     Method("gym-async", "gymnasium AsyncVectorEnv(shared_memory=True)", "gymnasium",
            {"cls": "AsyncVectorEnv", "shared_memory": True}),
     Method("sb3-dummy", "SB3 DummyVecEnv", "sb3", {"cls": "DummyVecEnv"}),
-    Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"},
-           workloads=("W1", "W3", "W4", "W5", "M3", "M4", "M5")),  # a process (with torch) per env
+    Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"}, workloads=SMALL),  # torch per env
     Method("envpool", "EnvPool (sync)", "envpool", workloads=NOT_BUSY),
     Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True,
            workloads=NOT_BUSY),
     Method("pufferlib", "PufferLib Multiprocessing", "pufferlib"),
+    Method("ma-raw", "raw loop (ParallelEnv.step in series)", "ma-raw", workloads=("MA",)),
+    Method("supersuit-0", "SuperSuit concat_vec_envs_v1, num_cpus=0", "supersuit", {"num_cpus": 0},
+           workloads=("MA",)),
+    Method("supersuit-2", "SuperSuit concat_vec_envs_v1, num_cpus=2", "supersuit", {"num_cpus": 2},
+           workloads=("MA",)),
 ]}
 
 
@@ -362,13 +248,15 @@ def _installed(module: str) -> bool:
 
 def unavailable(method: Method, workload: Workload) -> str | None:
     """Why ``method`` cannot run ``workload`` here, or None when it can."""
-    if method.workloads is not None and workload.key not in method.workloads:
+    if (method.workloads is not None and workload.key not in method.workloads) or (
+            workload.env == "spread" and method.family not in AGENT_ROWS):
         return f"{method.label} cannot run {workload.key}"
     if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
         return f"{method.label}: not installed (ale-py: {install_hint('atari')})"
     backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
-    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py",
-             "pufferlib": "pufferlib"}.get(method.family)
+    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py", "pufferlib": "pufferlib",
+             "supersuit": "supersuit", "ma-raw": "mpe2"}.get(method.family)
+    needs = "mpe2" if workload.env == "spread" and needs is None else needs
     needs = "ray" if backend == "RayVecEnv" else needs
     if needs and not _installed(needs):
         return f"{method.label}: not installed ({needs})"
@@ -395,14 +283,25 @@ def _frame_stacked(venv: Any, workload: Workload, note: str) -> tuple[Any, bool,
 
 def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """One of our backends with its options (``batch_size`` for recv/send), frame-stacked
-    by ``vec_envs.wrappers.VecFrameStack``."""
+    by ``vec_envs.wrappers.VecFrameStack``; a row per agent on a multi-agent workload; behind
+    ``to_gymnasium`` with ``view="gymnasium"``."""
     options = dict(method.options)
-    cls = load_ours(options.pop("backend"))
+    cls, view = load_ours(options.pop("backend")), options.pop("view", None)
     if method.recv_send:
         options["batch_size"] = batch_size_of(method, workload)
-    venv = cls(env_fns, **options)
-    note = f"in_series resolved to {venv.in_series}" if hasattr(venv, "in_series") else ""
+    if workload.env == "spread":
+        from vec_envs.multiagent import make_multiagent_vec_env
+
+        venv = make_multiagent_vec_env(partial(spread), workload.num_envs, vec_env_cls=cls, vec_env_kwargs=options)
+    else:
+        venv = cls(env_fns, **options)
+    backend = getattr(venv, "venv", venv)  # the backend under the agent rows
+    note = f"in_series resolved to {backend.in_series}" if hasattr(backend, "in_series") else ""
     venv, stacked, note = _frame_stacked(venv, workload, note)
+    if view == "gymnasium":
+        from vec_envs.interop import to_gymnasium
+
+        return GymVectorStepper(to_gymnasium(venv), venv.action_space, stacked, note)
     stepper = RecvSendStepper if method.recv_send else VecEnvStepper
     return stepper(venv, stacked, note)
 
@@ -419,7 +318,7 @@ def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
     """``vec_envs.ALEVecEnv``: C++ threads, its own preprocessing and frame stack."""
     game, options = ALE_TASKS[workload.env]
     venv = load_ours("ALEVecEnv")(game, workload.num_envs, seed=seed, frame_stack=workload.frame_stack or 1,
-                                  batch_size=batch_size_of(method, workload), **options)
+                                  batch_size=batch_size_of(method, workload), **options, **method.options)
     note = "its own preprocessing and frame stack (C++ threads)"
     stepper = RecvSendStepper if method.recv_send else VecEnvStepper
     return stepper(venv, True, note)
@@ -499,6 +398,54 @@ def build_pufferlib(workload: Workload, env_fns: EnvFns, method: Method, seed: i
     return GymVectorStepper(envs, envs.single_action_space, note=f"{workers} workers; its own emulation layer")
 
 
+class ParallelLoopStepper(Stepper):
+    """PettingZoo ParallelEnvs stepped one after the other in this process: what people write by hand.
+    One step steps every env; an env with no agent left is reset."""
+
+    def __init__(self, envs: list[Any]) -> None:
+        self.envs, self.agents = envs, envs[0].possible_agents
+        self.action_space = envs[0].action_space(self.agents[0])
+        self.num_envs = self.steps_per_call = len(envs) * len(self.agents)
+
+    def start(self, seed: int) -> Any:
+        for i, env in enumerate(self.envs):
+            env.reset(seed=seed + i)
+        return None
+
+    def step(self, actions: np.ndarray) -> Batch:
+        for e, env in enumerate(self.envs):
+            row = e * len(self.agents)
+            env.step({agent: actions[row + self.agents.index(agent)] for agent in env.agents})
+            if not env.agents:
+                env.reset()
+        return None, np.zeros(self.num_envs, bool), None
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def build_ma_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """The ParallelEnvs of a multi-agent workload in a plain loop."""
+    return ParallelLoopStepper([spread() for _ in range(workload.num_envs)])
+
+
+def build_supersuit(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
+    """SuperSuit's ``concat_vec_envs_v1`` (SB3's VecEnv API), a row per agent."""
+    import supersuit as ss
+
+    venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(spread()), workload.num_envs,
+                                 num_cpus=method.options["num_cpus"], base_class="stable_baselines3")
+    return UnseededStepper(venv)
+
+
+class UnseededStepper(VecEnvStepper):
+    """A VecEnv without ``seed()`` (SuperSuit's): reset as it is."""
+
+    def start(self, seed: int) -> Any:
+        return self.venv.reset()
+
+
 def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """Env 0 of the workload, alone."""
     return RawStepper(env_fns[0]())
@@ -506,8 +453,8 @@ def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) ->
 
 BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
     "raw": build_raw, "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine,
-    "gymnasium": build_gymnasium,
-    "sb3": build_sb3, "envpool": build_envpool, "pufferlib": build_pufferlib,
+    "gymnasium": build_gymnasium, "sb3": build_sb3, "envpool": build_envpool, "pufferlib": build_pufferlib,
+    "ma-raw": build_ma_raw, "supersuit": build_supersuit,
 }
 
 

@@ -1,15 +1,17 @@
 """The envs the benchmarks step, built by name, and the workloads made of them.
 
 A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
-env factories by reference instead of receiving them pickled by value. W1..W5 are sized
-for a laptop (8 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs; S16
-is CartPole-v1 x 16, a size between W1's and W2's for the scaling plot.
+env factories by reference instead of receiving them pickled by value. W1..W6 are sized
+for a laptop (8, 16 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs;
+S16 is CartPole-v1 x 16, a size between W1's and W2's for the scaling plot; I1 (CartPole
+with an info every step) and MA (simple_spread_v3, a row per agent) are the workloads of
+the ``infos`` and ``multiagent`` commands.
+
+The synthetic envs of known cost (stragglers, waiting, zero-cost) are ``vec_envs.timing.synthetic``'s.
 
 Example:
     >>> WORKLOADS["W4"].title
     'ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4 + frame stack 4 x 8'
-    >>> ZeroCostEnv(episode_length=2).reset()[0].shape
-    (4,)
     >>> env = make_env("busy", index=0, spin_per_ms=1_000)
     >>> obs, info = env.reset(seed=0)
     >>> obs, reward, terminated, truncated, info = env.step(0)
@@ -18,8 +20,6 @@ Example:
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,88 +28,22 @@ import numpy as np
 from gymnasium import spaces
 
 from vec_envs.ale.games import import_ale
+from vec_envs.timing.synthetic import StragglerEnv, WaitingEnv, ZeroCostEnv, calibrate_spin
 
-__all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "ZeroCostEnv", "SyntheticFrameEnv",
-           "cartpole", "cartpole_with_infos", "make_env",
-           "make_ale", "make_pong", "calibrate_spin"]
+__all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "WaitingEnv", "ZeroCostEnv",
+           "SyntheticFrameEnv", "cartpole", "cartpole_with_infos", "spread", "make_env", "make_ale", "make_pong",
+           "calibrate_spin"]
 
 ENVS = {
     "cartpole": "CartPole-v1",
     "pong": "ALE/Pong-v5 (frame skip 4, 210x160x3 RGB)",
     "breakout": "ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4",
     "busy": "synthetic straggler env (0.2-2 ms pure-Python work per step)",
+    "waiting": "synthetic waiting env (sleeps 0-2 ms per step)",
+    "cartpole-info": "CartPole-v1 returning {'lives': 3} every step",
+    "spread": "PettingZoo simple_spread_v3 (3 agents, 25-step episodes), a row per agent",
     "zero": "zero-cost env (a step does nothing)",
 }
-STRAGGLER_MS = (0.2, 2.0)
-STRAGGLER_EPISODE = 200
-
-
-def spin(iterations: int) -> int:
-    """Burn CPU in pure Python (the GIL is held throughout)."""
-    total = 0
-    for i in range(iterations):
-        total += i
-    return total
-
-
-def calibrate_spin(iterations: int = 50_000, tries: int = 7) -> int:
-    """Iterations of ``spin`` per millisecond on this machine (median of ``tries``).
-
-    Example:
-        >>> calibrate_spin(iterations=1_000, tries=1) > 0
-        True
-    """
-    seconds = []
-    for _ in range(tries):
-        start = time.perf_counter()
-        spin(iterations)
-        seconds.append(time.perf_counter() - start)
-    return max(1, int(iterations / (statistics.median(seconds) * 1000)))
-
-
-class StragglerEnv(gym.Env):
-    """Each step burns a random 0.2-2 ms of pure-Python CPU work: a mix of stragglers.
-
-    The work per step is a count of loop iterations, drawn once from ``seed`` and cycled,
-    so every method does exactly the same work whatever the CPU contention.
-
-    Args:
-        seed: seeds the per-step amounts of work (give each env of a batch its own).
-        spin_per_ms: loop iterations per millisecond (``calibrate_spin()`` once per run).
-        episode_length: steps until the episode terminates.
-
-    Example:
-        >>> env = StragglerEnv(seed=3, spin_per_ms=1_000, episode_length=2)
-        >>> _ = env.reset()
-        >>> [env.step(0)[2] for _ in range(2)]
-        [False, True]
-    """
-
-    def __init__(self, seed: int = 0, spin_per_ms: int = 25_000,
-                 episode_length: int = STRAGGLER_EPISODE) -> None:
-        self.observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float32)
-        self.action_space = spaces.Discrete(2)
-        low, high = STRAGGLER_MS
-        millis = np.random.default_rng(seed).uniform(low, high, 4096)
-        self._work = (millis * spin_per_ms).astype(int).tolist()
-        self._episode_length = episode_length
-        self._steps = 0
-        self._t = 0
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
-        self._t = 0
-        return np.zeros(4, np.float32), {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        spin(self._work[self._steps % len(self._work)])
-        self._steps += 1
-        self._t += 1
-        obs = np.full(4, self._t, np.float32)
-        return obs, 1.0, self._t >= self._episode_length, False, {}
-
-
 class InfoEveryStep(gym.Wrapper):
     """An env that returns one small info every step, as ALE's envs do with ``lives``.
 
@@ -135,27 +69,11 @@ def cartpole() -> gym.Env:
     return gym.make("CartPole-v1")
 
 
-class ZeroCostEnv(gym.Env):
-    """CartPole's spaces and a step that does nothing: what a VecEnv itself costs per step.
+def spread() -> Any:
+    """PettingZoo's ``simple_spread_v3`` ParallelEnv (mpe2): 3 agents, 25-step episodes."""
+    from mpe2 import simple_spread_v3
 
-    Args:
-        episode_length: steps until the episode is truncated (an episode end costs a reset).
-    """
-
-    observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
-    action_space = spaces.Discrete(2)
-
-    def __init__(self, episode_length: int = 500) -> None:
-        self.obs, self.t, self.episode_length = np.zeros(4, np.float32), 0, episode_length
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        self.t = 0
-        return self.obs, {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self.t += 1
-        return self.obs, 1.0, False, self.t >= self.episode_length, {}
+    return simple_spread_v3.parallel_env(max_cycles=25)
 
 
 class SyntheticFrameEnv(gym.Env):
@@ -212,6 +130,10 @@ def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000, episode_length
                                                grayscale_obs=True, grayscale_newaxis=True)
     if env == "busy":
         return StragglerEnv(seed=index, spin_per_ms=spin_per_ms)
+    if env == "waiting":
+        return WaitingEnv(seed=index)
+    if env == "cartpole-info":
+        return cartpole_with_infos()
     if env == "zero":
         return ZeroCostEnv(episode_length)
     raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")
@@ -222,7 +144,8 @@ class Workload:
     """``num_envs`` copies of one env of this module.
 
     Attributes:
-        key: short name on the command line (``W1`` .. ``W5``, ``M1`` .. ``M5``).
+        key: short name on the command line (``W1`` .. ``W6``, ``M1`` .. ``M5``; ``I1`` and ``MA`` for the
+            infos and multi-agent commands).
         env: the env's key in ``ENVS``.
         num_envs: envs in the batch.
         frame_stack: frames stacked over the batch after stepping (0: none).
@@ -251,6 +174,9 @@ WORKLOADS: dict[str, Workload] = {w.key: w for w in [
     Workload("W3", "pong", 8),
     Workload("W4", "breakout", 8, frame_stack=4),
     Workload("W5", "busy", 8),
+    Workload("W6", "waiting", 16),
+    Workload("I1", "cartpole-info", 8),
+    Workload("MA", "spread", 8),
     Workload("M1", "cartpole", 256),
     Workload("M3", "pong", 32),
     Workload("M4", "breakout", 32, frame_stack=4),

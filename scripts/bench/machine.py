@@ -1,4 +1,4 @@
-"""The machine a run measures on: one line describing it, and the check for the ``bench`` extra.
+"""The check for the ``bench`` extra (the machine's line is ``vec_envs.timing.machine``'s).
 
 Example:
     >>> missing(["json", "no_such_module_here"])
@@ -7,15 +7,12 @@ Example:
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import os
-import platform
 import sys
 from collections.abc import Sequence
 
 from vec_envs.extras import install_hint
 
-__all__ = ["machine_line", "missing", "require", "BENCH"]
+__all__ = ["missing", "require", "BENCH"]
 
 BENCH = ("psutil", "matplotlib")
 
@@ -37,35 +34,3 @@ def require(command: str, modules: Sequence[str] = BENCH, extra: str = "bench") 
     if absent:
         print(f"{command} needs {' and '.join(absent)}: {install_hint(extra)}", file=sys.stderr)
         raise SystemExit(1)
-
-
-def _version(name: str) -> str:
-    """The installed version of distribution ``name``."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _cpu_model() -> str:
-    """The CPU's model name."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
-
-
-def machine_line() -> str:
-    """CPU model, cores, RAM, load, and the versions that matter."""
-    import psutil
-
-    from bench.harness import available_cores
-
-    versions = ", ".join(f"{name} {_version(name)}"
-                         for name in ("numpy", "gymnasium", "ale-py", "envpool", "stable_baselines3", "ray"))
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"Machine: {_cpu_model()}, {available_cores()} cores available ({os.cpu_count()} logical / "
-            f"{psutil.cpu_count(logical=False)} physical), {psutil.virtual_memory().total / 2**30:.1f} GiB RAM, "
-            f"{platform.system()} {platform.release()}; Python {platform.python_version()}, {versions}; "
-            f"load average at start {load}")

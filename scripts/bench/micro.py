@@ -24,10 +24,10 @@ from typing import Any, Literal
 import numpy as np
 
 from bench.envs import ENVS, SyntheticFrameEnv, make_env, make_pong
-from bench.harness import presample, time_block, time_calls
 from bench.report import LatencyStats, fmt, markdown_table
 from vec_envs import DummyVecEnv, SubprocVecEnv, VecEnvBase
 from vec_envs.cli.args import in_series_arg
+from vec_envs.timing.loops import presample, time_block, time_calls
 
 __all__ = ["WrappersArgs", "run_wrappers", "InteropArgs", "run_interop", "RayArgs", "run_ray"]
 

@@ -50,9 +50,11 @@ import numpy as np
 from bench import SCRIPTS
 from bench.contenders import METHODS, EnvFns, RawStepper, RecvSendStepper, Stepper, VecEnvStepper, build
 from bench.envs import Workload, make_env
-from bench.harness import available_cores, presample, run_for
 from bench.report import fmt, markdown_table
 from vec_envs.cli.args import in_series_arg
+from vec_envs.timing.loops import presample, run_for
+from vec_envs.timing.machine import available_cores
+from vec_envs.timing.process_tree import psutil_module, tree_cpu
 
 __all__ = ["OverheadArgs", "Costs", "Projection", "project", "run_overhead"]
 
@@ -221,28 +223,11 @@ class Row:
         return [self.label, fmt(self.steps_per_s), *us, self.note]
 
 
-def _cpu_seconds(proc: Any) -> float:
-    """CPU seconds of one process: /proc/PID/schedstat (nanoseconds) where Linux has it, else
-    psutil's user + sys (clock ticks: too coarse for short windows)."""
-    try:
-        with open(f"/proc/{proc.pid}/schedstat", encoding="ascii") as f:
-            return int(f.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
-        times = proc.cpu_times()
-        return float(times.user + times.system)
-
-
 def _children_cpu() -> float:
-    """CPU seconds of this process's descendants (the workers), found with psutil."""
-    import psutil
-
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
-        try:
-            total += _cpu_seconds(child)
-        except psutil.Error:
-            pass
-    return total
+    """CPU seconds of this process's descendants (the workers)."""
+    cpu = tree_cpu(psutil_module().Process())
+    cpu.pop(os.getpid(), None)
+    return sum(cpu.values())
 
 
 @dataclass

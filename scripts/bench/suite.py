@@ -19,30 +19,32 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from bench.contenders import METHODS, Method, unavailable
 from bench.envs import WORKLOADS, Workload, calibrate_spin
-from bench.harness import CellSpec
 from bench.report import Settings, render_report, summarize
+from bench.tree import Cell, run_all
 
-__all__ = ["WorkloadsArgs", "run_workloads", "AleArgs", "run_ale", "select", "plan_cells", "default_out", "GROUPS"]
+__all__ = ["WorkloadsArgs", "run_workloads", "PresetArgs", "AleArgs", "InfosArgs", "AutoresetArgs",
+           "MultiagentArgs", "FairnessArgs", "select", "plan_cells", "default_out", "GROUPS"]
 
 QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP = 1, 1.0, 0.25
 T = TypeVar("T")
-GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")], "M": [k for k in WORKLOADS if k.startswith("M")]}
+GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")],
+          "M": [k for k in WORKLOADS if k.startswith("M") and k[1:].isdigit()]}
 
 
 @dataclass
 class WorkloadsArgs:
-    """Every method on the workloads W1..W5 (2 cores) or M1..M5 (many cores); results.md, cells.json.
+    """Every method on the workloads W1..W6 (2 cores) or M1..M5 (many cores); results.md, cells.json.
 
     Each cell runs in a fresh process: build + reset, warm-up, a timed window of pre-sampled
     actions; the parent samples its process tree (CPU, peak memory).
     """
 
     workloads: str = field(default="W", metadata={
-        "help": "comma-separated workloads (W1..W5, M1, M3, M4, M5), or W (the 2-core set), M (the many-core "
+        "help": "comma-separated workloads (W1..W6, M1, M3, M4, M5, I1, MA), or W (the 2-core set), M (the many-core "
                 "set), all"})
     methods: str = field(default="all", metadata={
         "help": "comma-separated method keys, or all (with --quick: the quick subset); see --list"})
@@ -57,6 +59,8 @@ class WorkloadsArgs:
     seed: int = field(default=0, metadata={"help": "seeds the envs (env i: seed + i) and the pre-sampled actions"})
     cell_timeout: float = field(default=300.0, metadata={"help": "seconds before a cell's process tree is killed"})
     list: bool = field(default=False, metadata={"help": "list the workloads and methods, then exit"})
+    count_envs: bool = field(default=False, metadata={
+        "help": "count the steps of each env (recv/send: the fewest and the most, in the notes)"})
 
     def __post_init__(self) -> None:
         if self.repeats < 1 or self.window <= 0 or self.warmup < 0 or self.cell_timeout <= 0:
@@ -94,7 +98,7 @@ def list_choices() -> str:
 
 
 def plan_cells(args: WorkloadsArgs, workloads: list[Workload], methods: list[Method],
-               spin: int) -> tuple[list[CellSpec], list[tuple[str, str, str]]]:
+               spin: int) -> tuple[list[Cell], list[tuple[str, str, str]]]:
     """Cells in run order (repeats outermost, methods rotated each repeat); what cannot run, and why."""
     runnable: dict[str, list[str]] = {}
     skipped = []
@@ -111,28 +115,9 @@ def plan_cells(args: WorkloadsArgs, workloads: list[Workload], methods: list[Met
         for w in workloads:
             keys = runnable[w.key]
             shift = r % max(len(keys), 1)
-            cells += [CellSpec(w.key, key, r, args.seed, args.window, args.warmup, spin, handshake=True)
+            cells += [Cell(w.key, key, r, args.seed, args.window, args.warmup, spin, args.count_envs)
                       for key in keys[shift:] + keys[:shift]]
     return cells, skipped
-
-
-def run_all(cells: list[CellSpec], timeout: float) -> list[dict[str, Any]]:
-    """Run the cells with a progress bar (on stderr); each record holds its spec and result.
-    Ctrl-C stops the run: the cells finished so far are returned."""
-    from tqdm import tqdm
-
-    from bench.tree import run_cell_process
-
-    records: list[dict[str, Any]] = []
-    bar = tqdm(cells, desc="cells", unit="cell", file=sys.stderr)
-    try:
-        for spec in bar:
-            bar.set_postfix_str(f"{spec.workload} {spec.method} #{spec.repeat}")
-            records.append({**asdict(spec), **run_cell_process(spec, timeout)})
-    except KeyboardInterrupt:
-        bar.close()
-        print(f"interrupted: reporting the {len(records)} of {len(cells)} cells that finished", file=sys.stderr)
-    return records
 
 
 def default_out() -> Path:
@@ -154,7 +139,7 @@ def run_workloads(args: WorkloadsArgs, command: str) -> int:
 
     ``command`` is the command line that the report's settings line quotes.
     """
-    from bench.machine import machine_line
+    from vec_envs.timing.machine import machine_line
 
     if args.list:
         print(list_choices())
@@ -179,32 +164,73 @@ def run_workloads(args: WorkloadsArgs, command: str) -> int:
     return 1 if any("error" in r for r in records) else 0
 
 
-ALE_METHODS = "gym-sync,subproc,ale,ale-async,ale-async-4,ale-engine"
-
-
 @dataclass
-class AleArgs:
-    """ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, ale-py.
+class PresetArgs:
+    """The workloads command on the preset's workloads and methods (``WORKLOADS``, ``METHODS``)."""
 
-    The workloads command on W4 with these methods; results.md and cells.json as it writes them.
-    """
-
-    methods: str = field(default=ALE_METHODS, metadata={"help": "comma-separated method keys (see workloads --list)"})
+    WORKLOADS: ClassVar[str] = ""
+    METHODS: ClassVar[str] = ""
+    COUNT_ENVS: ClassVar[bool] = False
+    workloads: str = field(default="", metadata={"help": "comma-separated workload keys (default: the preset's)"})
+    methods: str = field(default="", metadata={"help": "comma-separated method keys (default: the preset's)"})
     repeats: int = field(default=3, metadata={"help": "cells per method, round-robin"})
-    window: float = field(default=5.0, metadata={"help": "seconds of each timed window"})
-    warmup: float = field(default=1.0, metadata={"help": "seconds stepped before the window"})
+    window: float = field(default=3.0, metadata={"help": "seconds of each timed window"})
+    warmup: float = field(default=0.5, metadata={"help": "seconds stepped before the window"})
     seed: int = field(default=0, metadata={"help": "seeds the envs and the pre-sampled actions"})
     out: str = field(default="", metadata={"help": "directory for results.md and cells.json (default: the cache)"})
 
-    def workloads(self) -> WorkloadsArgs:
+    def as_workloads(self) -> WorkloadsArgs:
         """The same run as workloads arguments (which check every value)."""
-        return WorkloadsArgs(workloads="W4", methods=self.methods, repeats=self.repeats, window=self.window,
-                             warmup=self.warmup, seed=self.seed, out=self.out)
+        return WorkloadsArgs(workloads=self.workloads or self.WORKLOADS, methods=self.methods or self.METHODS,
+                             repeats=self.repeats,
+                             window=self.window, warmup=self.warmup, seed=self.seed, out=self.out,
+                             count_envs=self.COUNT_ENVS)
 
     def __post_init__(self) -> None:
-        self.workloads()
+        self.as_workloads()
 
 
-def run_ale(args: AleArgs, command: str) -> int:
-    """The W4 report of ALEVecEnv and the methods beside it."""
-    return run_workloads(args.workloads(), command)
+@dataclass
+class AleArgs(PresetArgs):
+    """ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, ale-py."""
+
+    WORKLOADS: ClassVar[str] = "W4"
+    METHODS: ClassVar[str] = "gym-sync,subproc,ale,ale-async,ale-async-4,ale-engine"
+
+
+@dataclass
+class InfosArgs(PresetArgs):
+    """What an info every step costs: CartPole-v1 x 8 as it is (W1) and returning {'lives': 3} (I1)."""
+
+    WORKLOADS: ClassVar[str] = "W1,I1"
+    METHODS: ClassVar[str] = "dummy,subproc"
+
+
+@dataclass
+class AutoresetArgs(PresetArgs):
+    """Next-step against same-step autoreset: SubprocVecEnv, to_gymnasium and ALEVecEnv on W1 and W4."""
+
+    WORKLOADS: ClassVar[str] = "W1,W4"
+    METHODS: ClassVar[str] = "subproc,subproc-next,subproc-gym,subproc-gym-next,ale,ale-next"
+
+
+@dataclass
+class MultiagentArgs(PresetArgs):
+    """Agent rows of simple_spread_v3 x 8 (MA) on our backends against a raw loop and SuperSuit."""
+
+    WORKLOADS: ClassVar[str] = "MA"
+    METHODS: ClassVar[str] = "ma-raw,dummy,subproc,subproc-2,supersuit-0,supersuit-2"
+
+
+@dataclass
+class FairnessArgs(PresetArgs):
+    """Whether recv/send samples every env alike: 16 envs sleeping 0-2 ms (W6), batch_size 4, in_series 1, 2, 4, auto.
+
+    Every env counts its steps from the first recv(); the notes give the fewest and the most per env.
+    """
+
+    WORKLOADS: ClassVar[str] = "W6"
+    METHODS: ClassVar[str] = "fair-auto,fair-1,fair-2,fair-4"
+    COUNT_ENVS: ClassVar[bool] = True
+    repeats: int = field(default=1, metadata={"help": "cells per method, round-robin"})
+    warmup: float = field(default=0.0, metadata={"help": "seconds stepped before the window"})

@@ -20,6 +20,8 @@ COMMANDS = {  # command -> an option its --help must name
     "vec-envs-train-ppo": "--total-timesteps",
     "vec-envs-convert-vecnormalize": "--env-id",
     "vec-envs-train-multiagent": "--num-envs",
+    "vec-envs-check": "--steps",
+    "vec-envs-tune": "--seconds",
 }
 
 

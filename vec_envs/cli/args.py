@@ -54,7 +54,8 @@ from typing import Any, Literal, TypeVar, Union
 __all__ = ["parse_args", "build_parser", "parse_subcommands", "OneLineParser", "EXIT_OK", "EXIT_FAILED",
            "EXIT_USAGE", "EXIT_INTERRUPTED", "positive_int", "non_negative_int", "positive_float",
            "non_negative_float", "unit_float", "in_series_arg", "CommandError", "run_command",
-           "require_extra", "check_env_id", "check_readable_file", "check_writable_file", "check_writable_dir"]
+           "require_extra", "check_env_id", "env_factory", "check_readable_file", "check_writable_file",
+           "check_writable_dir"]
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -336,6 +337,46 @@ def check_env_id(env_id: str, option: str = "--env-id") -> None:
         gym.spec(env_id)
     except gym.error.Error as exc:
         raise CommandError(f"{option} {env_id!r}: {exc} (gymnasium.pprint_registry() lists the ids)") from None
+
+
+def env_factory(spec: str, option: str = "ENV") -> Callable[[], Any]:
+    """The env factory ``spec`` names: a registered env id (``CartPole-v1``, ``ALE/Pong-v5``) or
+    ``module:factory`` (a zero-argument callable of an importable module; the folder the
+    command runs in is searched first, as ``python -m`` does).
+
+    Raises:
+        CommandError: an unknown id, a module that does not import, a name it does not have.
+
+    Example:
+        >>> env_factory("CartPole-v1")().spec.id
+        'CartPole-v1'
+        >>> env_factory("gymnasium.envs.classic_control:CartPoleEnv")().__class__.__name__
+        'CartPoleEnv'
+    """
+    import functools
+
+    from vec_envs.make_vec_env import make_env
+
+    if ":" not in spec:
+        if spec.startswith("ALE/"):
+            require_extra("ale_py", "atari", f"{option} {spec!r}")
+            from vec_envs.ale.games import import_ale
+
+            import_ale()
+        check_env_id(spec, option)
+        return functools.partial(make_env, spec)
+    module_name, _, name = spec.partition(":")
+    if os.getcwd() not in sys.path:  # the user's module, beside where the command runs
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"{option} {spec!r}: module {module_name!r} does not import ({exc})") from None
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise CommandError(f"{option} {spec!r}: module {module_name!r} has no callable {name!r}; expected "
+                           f"module:factory, a zero-argument function that returns an env")
+    return factory
 
 
 def check_readable_file(path: str, what: str) -> None:
