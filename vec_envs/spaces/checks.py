@@ -184,9 +184,23 @@ def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str 
         Traceback (most recent call last):
         ValueError: step_async(): received a dict of actions, but the action space Discrete(3) is not a Dict ...
     """
+    if _in_range(space, actions, num_envs):
+        return actions
     arr = _as_batch(space, actions, num_envs, method, per, owner)
     _check_range(space, arr, method, owner, ignored)
     return arr
+
+
+def _in_range(space: spaces.Space, actions: Any, num_envs: int) -> bool:
+    """Are ``actions`` the usual batch, checked in one look: an array of the space's dtype and
+    shape, of a Box, or of a Discrete from 0 in int64 with every action in range?"""
+    if type(actions) is not np.ndarray or actions.dtype != space.dtype or space.shape is None \
+            or actions.shape != (num_envs, *space.shape):
+        return False
+    if type(space) is spaces.Box:
+        return True
+    return type(space) is spaces.Discrete and actions.dtype == np.int64 and int(space.start) == 0 \
+        and num_envs > 0 and int(actions.view(np.uint64).max()) < int(space.n)  # a negative wraps to the top
 
 
 def _as_batch(space: spaces.Space, actions: Any, num_envs: int, method: str, per: str, owner: Owner) -> Any:
@@ -246,6 +260,9 @@ def check_env_actions(space: spaces.Space, actions: Any, env_ids: np.ndarray, me
         Traceback (most recent call last):
         ValueError: send(): action 3 for env 5 is outside the action space Discrete(3) (expected an int from 0 to 2)
     """
+    if _in_range(space, actions, len(env_ids)):
+        return actions
+
     def owner_of(j: int) -> str:
         return owner(int(env_ids[j]))
 
