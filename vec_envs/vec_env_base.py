@@ -1,6 +1,7 @@
 """VecEnvBase: the abstract batch of environments every backend and wrapper is."""
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -150,7 +151,8 @@ class VecEnvBase(BackendHooks):
         self._check_pending("step_wait", "step")
         timeout = check_timeout(timeout, "step_wait(): timeout")
         result = self._finish_pending(self._step_wait, timeout)
-        self._states.after_rows(None, result[2], result[3], self.reset_infos)
+        if self._states.ended is not None:
+            self._states.after_rows(None, result[2], result[3], self.reset_infos)
         return result
 
     def step(self, actions: Any) -> VecEnvStepReturn:
@@ -160,15 +162,19 @@ class VecEnvBase(BackendHooks):
             return self.step_wait()
         self._start_step(actions)  # as step_async would, without a second trip through the guard
         result = self._finish_pending(self._step_wait, None)
-        self._states.after_rows(None, result[2], result[3], self.reset_infos)
+        if self._states.ended is not None:  # next-step, disabled
+            self._states.after_rows(None, result[2], result[3], self.reset_infos)
         return result
 
     def _start_step(self, actions: Any) -> None:
         """``step_async``: check the call and the actions, start the backend's step."""
-        self._check_idle("step_async")
+        if self.closed or self._pending is not None or self._failure.error is not None or self._states.flying \
+                or (self._owner_pid is not None and os.getpid() != self._owner_pid):
+            self._check_idle("step_async")  # raises, saying why
         actions = check_actions(self.action_space, actions, self.num_envs, "step_async", owner=self._action_owner,
-                                ignored=self._ignored_actions(None))
-        self._states.check_step("step_async")
+                                ignored=functools.partial(self._ignored_actions, None))
+        if self._states.ended is not None:
+            self._states.check_step("step_async")
         if self._states.round:  # an async round ran: it is over
             self._states.clear()
         self._step_async(actions)
@@ -253,8 +259,9 @@ class VecEnvBase(BackendHooks):
         self._check_no_lockstep_call("send")
         ids = self._states.check_send(env_ids)
         actions = check_env_actions(self.action_space, actions, ids, "send", self._action_owner,
-                                    self._ignored_actions(ids))
-        self._states.check_step("send", ids)
+                                    functools.partial(self._ignored_actions, ids))
+        if self._states.ended is not None:
+            self._states.check_step("send", ids)
         self._states.sent(ids)  # before the hook: a backend may answer some at once (``EnvStates.answered``)
         try:
             self._send(actions, ids)

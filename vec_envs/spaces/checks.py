@@ -23,6 +23,8 @@ __all__ = ["cast_exactly", "check_action", "check_actions", "check_env_actions",
 
 #: names the owner of the action at a place of the batch, for the messages ("env 3")
 Owner = Callable[[int], str]
+#: the actions nobody reads (a bool each), or a function returning them, or None
+Ignored = np.ndarray | Callable[[], np.ndarray | None] | None
 
 
 def _short(value: Any) -> str:
@@ -161,14 +163,15 @@ def env_owner(index: int) -> str:
 
 
 def check_actions(space: spaces.Space, actions: Any, num_envs: int, method: str = "step_async",
-                  per: str = "one per env", owner: Owner = env_owner, ignored: np.ndarray | None = None) -> Any:
+                  per: str = "one per env", owner: Owner = env_owner, ignored: Ignored = None) -> Any:
     """One action per env, checked against ``space``, in the form backends step with.
 
     Fixed-size spaces give one array ``(num_envs, *shape)`` in the space's dtype (a
     value that dtype cannot hold, or a float for an integer space, is refused), and a
     discrete action (``Discrete`` with its ``start``, ``MultiDiscrete``, ``MultiBinary``)
     outside the space's range is refused naming its ``owner(j)`` (``"env j"``), unless
-    ``ignored[j]`` (an action nobody reads: its range is not checked). A Dict space takes
+    ``ignored[j]`` (an action nobody reads: its range is not checked; ``ignored`` may be a
+    function returning it, called only when an action is out of range). A Dict space takes
     a list of per-env dicts or one dict of batches (split per env); every per-env action
     of a Dict / Tuple space must match its structure, dtypes and ranges
     (``check_action``). Errors are ``ValueError`` naming the method, what came and what
@@ -229,7 +232,7 @@ def _as_batch(space: spaces.Space, actions: Any, num_envs: int, method: str, per
     return actions
 
 
-def _check_range(space: spaces.Space, arr: Any, method: str, owner: Owner, ignored: np.ndarray | None) -> None:
+def _check_range(space: spaces.Space, arr: Any, method: str, owner: Owner, ignored: Ignored) -> None:
     """ValueError naming the first action of the batch ``arr`` outside a discrete space's
     range whose place is not ``ignored``."""
     if not isinstance(space, FIXED_SIZE_LEAVES):
@@ -237,6 +240,8 @@ def _check_range(space: spaces.Space, arr: Any, method: str, owner: Owner, ignor
     outside = _outside(space, arr)
     if outside is None:
         return
+    if callable(ignored):
+        ignored = ignored()
     if ignored is not None:
         outside = outside & ~ignored
     if outside.any():
@@ -246,7 +251,7 @@ def _check_range(space: spaces.Space, arr: Any, method: str, owner: Owner, ignor
 
 
 def check_env_actions(space: spaces.Space, actions: Any, env_ids: np.ndarray, method: str = "send",
-                      owner: Owner = env_owner, ignored: np.ndarray | None = None) -> Any:
+                      owner: Owner = env_owner, ignored: Ignored = None) -> Any:
     """``check_actions`` for the envs ``env_ids`` (one action each); a wrong count names them,
     an action out of range names its env (``owner(env_ids[j])``).
 
