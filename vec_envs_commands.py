@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 
-__all__ = ["convert_vecnormalize", "run_atari", "train_multiagent", "train_ppo"]
+__all__ = ["check_env", "convert_vecnormalize", "run_atari", "train_multiagent", "train_ppo", "tune"]
 
 EXIT_INTERRUPTED = 130
 
@@ -48,3 +48,13 @@ def convert_vecnormalize() -> int:
 def train_multiagent() -> int:
     """``vec-envs-train-multiagent``."""
     return _run("train_multiagent")
+
+
+def check_env() -> int:
+    """``vec-envs-check``."""
+    return _run("check_env")
+
+
+def tune() -> int:
+    """``vec-envs-tune``."""
+    return _run("tune")

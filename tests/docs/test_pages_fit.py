@@ -27,7 +27,8 @@ from tests.docs.browser import CHROMIUM, Browser
 from tests.docs.test_pages_run import CODE_WIDTH
 from tests.markdown_blocks import REPO
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on the path (apt-get install chromium)")
+pytestmark = [pytest.mark.slow,  # builds the site and opens it in Chromium
+              pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on the path (apt-get install chromium)")]
 
 WIDTHS = (1280, 390)
 #: every page of the guides and the reference, and a class's and a function's API pages
