@@ -19,6 +19,7 @@ from vec_envs.subproc.main_guard import check_main_guard, check_may_have_childre
 from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.process import WorkerProcess
 from vec_envs.types import EnvFn
+from vec_envs.worker_plan import WorkerPlan, plan_workers, probe_step_cost
 from vec_envs.workers.scheduler import CommandScheduler, Scheduler
 from vec_envs.workers.wire import Command
 from vec_envs.workers.worker import LocalWorker, Worker, WorkerDied
@@ -65,7 +66,10 @@ class SubprocVecEnv(WorkerVecEnv):
 
     Args:
         env_fns: one zero-argument factory per env (lambdas and closures work).
-        in_series: envs per worker: an int, or "auto" for about one worker per CPU.
+        in_series: envs per worker: an int, or "auto": one env's step is timed in a
+            throw-away child process; envs that compute get about one worker per CPU, envs
+            that mostly wait (a step's CPU under half its wall time) one worker each, up to
+            8 per CPU, and the parent drives. ``worker_plan`` holds the plan (None for an int).
         context: a multiprocessing start method ("forkserver" by default where available,
             else "spawn"; "fork" is allowed).
         shared_memory: batch buffers in shared memory (spaces of no fixed size use the pipes).
@@ -122,10 +126,13 @@ class SubprocVecEnv(WorkerVecEnv):
         self._shared: SharedBuffers | None = None
         self._lanes: lanes.ParentLanes | None = None
         self._doorbell: Doorbell | None = None
-        if step_in_parent is None:  # (through the lanes, where a per-call timeout stops the parent's slice)
-            step_in_parent = (in_series == "auto" and timeout is None and batch_size in (None, len(env_fns))
-                              and shared_memory and lanes.supported()
-                              and resolve_in_series("auto", len(env_fns)) < len(env_fns))
+        self.worker_plan: WorkerPlan | None = None if in_series != "auto" else self._plan(env_fns)
+        if self.worker_plan is not None:
+            in_series = self.worker_plan.in_series
+            if step_in_parent is None:  # (through the lanes, where a per-call timeout stops the parent's slice)
+                step_in_parent = (self.worker_plan.step_in_parent and timeout is None
+                                  and batch_size in (None, len(env_fns)) and shared_memory and lanes.supported())
+        step_in_parent = bool(step_in_parent)
         processes = -(-len(env_fns) // resolve_in_series(in_series, len(env_fns))) - step_in_parent
         self._spin = processes + 1 <= available_cpus()  # the parent too: lock-step, it waits little
         # recv/send: the parent mostly waits for envs; both sides spin only while waits are short
@@ -133,6 +140,13 @@ class SubprocVecEnv(WorkerVecEnv):
         super().__init__(env_fns, in_series=in_series, copy=copy, timeout=timeout, on_error=on_error,
                          max_restarts=max_restarts, step_in_parent=step_in_parent, batch_size=batch_size,
                          autoreset_mode=autoreset_mode)
+
+    def _plan(self, env_fns: Sequence[EnvFn]) -> WorkerPlan:
+        """The layout for ``in_series="auto"``: one env's step timed in a throw-away child process."""
+        cost = probe_step_cost(env_fns[0], self._ctx)
+        if cost is None:  # the workers report the env's error
+            return plan_workers(len(env_fns), available_cpus(), 1.0, 1.0)
+        return plan_workers(len(env_fns), available_cpus(), cost.own_s, cost.cpu_s)
 
     def _start_worker(self, w: int, first: int, stop: int, pending: bool) -> Worker:
         with clear_mpi_env_vars():
