@@ -121,12 +121,15 @@ class Doorbell:
         if timed:
             WAIT_TIMES.spun += slept - cpu
             WAIT_TIMES.slept += time.thread_time() - slept
-        if not ended and (found or done()):
+        if spin.enabled and not ended and (found or done()):
             spin.record(time.perf_counter() - start)
         return ended
 
     def _sleep_until(self, done: Callable[[], Any], total: int, counts: Any, parent_row: Any,
                      sentinels: tuple[int, ...], wake_owing: Callable[[], None], deadline: float | None) -> list[int]:
+        """Sleep (``FALLBACK_S`` at most at a time) until ``done()``, ``deadline`` or the end of
+        workers (their sentinels, returned); before each sleep say so in the parent's row and
+        look once more."""
         if self._poller is None or sentinels != self._watched:  # (a restart: other sentinels)
             self._watched, self._poller = sentinels, select.poll()
             for fd in (self.wake_fd, *sentinels):
@@ -136,30 +139,28 @@ class Doorbell:
             if remaining <= 0:
                 return []
             answers = sum(counts)
-            ended = self._sleep(done, parent_row, min(FALLBACK_S, remaining), total)
+            parent_row[P_TARGET] = total
+            self.sleeps += 1
+            parent_row[P_SLEEPING] = self.sleeps  # after the target: a worker that sees it sees the target
+            full_fence()  # before the last look: an answer is seen by it, or its worker sees the sleep
+            try:
+                if done():
+                    return []
+                events = self._poller.poll(max(0, int(min(FALLBACK_S, remaining) * 1000 + 0.999)))  # ms, up
+            finally:
+                parent_row[P_SLEEPING] = 0
+            ended = []
+            for fd, _ in events:
+                if fd != self.wake_fd:
+                    ended.append(fd)
+                else:
+                    _drain(fd)
+                    self.wakes += 1
+            self.naps += not events
             if ended or done():
                 return ended
             if sum(counts) == answers:  # a whole sleep without an answer: a wake-up may be lost
                 wake_owing()
-
-    def _sleep(self, done: Callable[[], Any], parent_row: Any, seconds: float, total: int) -> list[int]:
-        """Say so in the parent's row, look once more, sleep up to ``seconds``; the sentinels ready."""
-        parent_row[P_TARGET] = total
-        self.sleeps += 1
-        parent_row[P_SLEEPING] = self.sleeps  # after the target: a worker that sees it sees the target
-        full_fence()  # before the last look: an answer is seen by it, or its worker sees the sleep
-        try:
-            if done():
-                return []
-            events = self._poller.poll(max(0, int(seconds * 1000 + 0.999)))  # ms, rounded up
-        finally:
-            parent_row[P_SLEEPING] = 0
-        ended = [fd for fd, _ in events if fd != self.wake_fd]
-        if len(ended) < len(events):
-            _drain(self.wake_fd)
-            self.wakes += 1
-        self.naps += not events
-        return ended
 
     def close(self) -> None:
         """Close the descriptors; idempotent."""

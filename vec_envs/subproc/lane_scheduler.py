@@ -59,6 +59,7 @@ class LaneScheduler(Scheduler):
         self._checked = time.monotonic()
         self._exits: Any = None
         self.columns = lanes  # infos may come in its info columns
+        self._local = self.workers[-1].is_local  # the parent steps a slice: ``_serve_local``
 
     def submit(self, env_ids: np.ndarray | None, actions: Any) -> None:
         if env_ids is None:  # lock-step: every env, with one number
@@ -90,7 +91,8 @@ class LaneScheduler(Scheduler):
             self._round = None  # the answers of a reset go to recv
             return self._collect_some(count, deadline, timeout)
         failures: dict[int, Failure] = {}
-        self._serve_local(deadline)
+        if self._local:
+            self._serve_local(deadline)
         while not self._round_done():
             ended = self.doorbell.wait(self._round_done, self._target, self.lanes.counts, self.lanes.parent_row,
                                        self.spin, self._sentinels, self._wake_owing, deadline)
@@ -174,7 +176,8 @@ class LaneScheduler(Scheduler):
         if time.monotonic() - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
             failures = self._ended(None)
         while not failures:
-            self._serve_local(deadline)
+            if self._local:
+                self._serve_local(deadline)
             before = len(states.ready)
             if lanes.scan(states.status, states.ready):
                 new = np.array(states.ready[before:], np.int64)

@@ -36,8 +36,9 @@ Example:
     >>> parent.scan(status, ready), ready, parent.has_message(2)
     (2, [0, 2], True)
     >>> parent.learn(0, worker.propose({"lives": 3})); _ = parent.request(slice(None)); _ = worker.take_runs()
-    >>> worker.answer_in_columns(1, {"lives": 2}), list(parent.column_infos(np.arange(3), np.zeros(3, np.int64)))
-    (True, [(1, {'lives': 2})])
+    >>> said = {}
+    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(np.arange(3), np.zeros(3, np.int64), said), said
+    (True, None, {1: ({'lives': 2}, None)})
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ import contextlib
 import os
 import platform
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -192,14 +193,14 @@ class ParentLanes:
         self.schemas[w] = [(key, None if kind in (int, float) else kind, kind in _FLOATS) for key, kind in schema]
         self.rows[w, W_SCHEMA] = 1
 
-    def column_infos(self, env_ids: np.ndarray, worker_of: np.ndarray) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(i, info)`` for each env of ``env_ids`` whose answer's info is in the columns."""
+    def column_infos(self, env_ids: np.ndarray, worker_of: np.ndarray, said: dict[int, Any]) -> None:
+        """``said[i] = (info, None)`` for each env of ``env_ids`` whose answer's info is in the columns."""
         for i in env_ids[self._info_seqs[env_ids] == self.expected[env_ids]].tolist():
             info = {}
             for j, (key, kind, is_float) in enumerate(self.schemas[int(worker_of[i])], i * INFO_WORDS + 1):
                 value = self._floats[j] if is_float else self._ints[j]
                 info[key] = value if kind is None else kind(value)
-            yield i, info
+            said[i] = (info, None)
 
     def restart(self, w: int, first: int, stop: int) -> None:
         """A new worker ``w`` takes over envs ``first:stop``: they count as answered."""

@@ -84,8 +84,7 @@ class Scheduler:
         dones = self.buffers.dones if env_ids is None else self.buffers.dones[env_ids]
         if self.columns is not None and self.columns.schemas:  # infos in the info columns: said too
             asked = np.arange(len(dones)) if env_ids is None else env_ids
-            for i, info in self.columns.column_infos(asked, self.worker_of):
-                self.said[i] = (info, None)
+            self.columns.column_infos(asked, self.worker_of, self.said)
         if self.terminal:  # the ended envs' infos from the terminal rows
             infos = ended_infos(self.buffers, dones, env_ids, self.reset_infos, self.deferred)
         else:
@@ -96,26 +95,24 @@ class Scheduler:
         if self.said or self.flagged or self.resets_out:
             resetting = self.states.resetting
             ids = range(len(dones)) if env_ids is None else env_ids.tolist()
-            for j, i in enumerate(ids):
-                infos[j] = self._info(i, infos[j], bool(dones[j]), bool(resetting[i]))
+            for j, i in enumerate(ids):  # what the env said (and its reset's info) over its rows' info
+                info, reset_info = self.said.pop(i, ({}, None))
+                error = self.flagged.pop(i, None)
+                if error is not None:  # its worker was replaced
+                    self.buffers.rewards[i], self.buffers.dones[i] = 0.0, True
+                    infos[j] = {"env_restarted": True, "error": error}
+                elif resetting[i]:
+                    self.reset_infos[i] = info
+                    infos[j] = dict(info)
+                elif dones[j]:
+                    if not self.deferred:
+                        self.reset_infos[i] = reset_info or {}
+                    infos[j] = {**info, **infos[j]} if infos[j] else info
+                else:
+                    infos[j] = info
             resetting[slice(None) if env_ids is None else env_ids] = False
             self.resets_out = bool(resetting.any())
         return infos
-
-    def _info(self, i: int, rows_info: Info, done: bool, resetting: bool) -> Info:
-        info, reset_info = self.said.pop(i, ({}, None))
-        error = self.flagged.pop(i, None)
-        if error is not None:
-            self.buffers.rewards[i], self.buffers.dones[i] = 0.0, True
-            return {"env_restarted": True, "error": error}
-        if resetting:
-            self.reset_infos[i] = info
-            return dict(info)
-        if not done:
-            return info
-        if not self.deferred:
-            self.reset_infos[i] = reset_info or {}
-        return {**info, **rows_info} if rows_info else info
 
     def restarted(self, w: int, error: str) -> None:
         """Worker ``w`` was replaced, its envs reset anew: their next rows say so (after its ``send``
