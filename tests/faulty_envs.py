@@ -103,23 +103,30 @@ class SlowCloseEnv(OutputEnv):
 
 
 class SlowStepEnv(OutputEnv):
-    """Each step takes ``seconds`` (each reset ``reset_seconds``); ``kill_at`` SIGKILLs its
-    own process at that step."""
+    """Each step takes ``seconds`` (each reset ``reset_seconds``), asleep or, with ``busy``,
+    computing; ``kill_at`` SIGKILLs its own process at that step."""
 
-    def __init__(self, seconds: float = 0.0, kill_at: int = 0, reset_seconds: float = 0.0):
+    def __init__(self, seconds: float = 0.0, kill_at: int = 0, reset_seconds: float = 0.0, busy: bool = False):
         super().__init__()
         self.seconds, self.kill_at, self.reset_seconds = seconds, kill_at, reset_seconds
+        self.wait = _compute if busy else time.sleep
 
     def reset(self, *, seed=None, options=None):
-        time.sleep(self.reset_seconds)
+        self.wait(self.reset_seconds)
         return super().reset(seed=seed, options=options)
 
     def step(self, action):
         result = super().step(action)
         if self.t == self.kill_at:
             os.kill(os.getpid(), 9)
-        time.sleep(self.seconds)
+        self.wait(self.seconds)
         return result
+
+
+def _compute(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 class ForkingEnv(OutputEnv):

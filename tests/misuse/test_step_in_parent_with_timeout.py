@@ -40,7 +40,7 @@ def test_auto_stepping_in_parent_stays_off_with_a_timeout(closing):
 @pytest.mark.parametrize("options", [{}, {"in_series": 2, "step_in_parent": True}], ids=["defaults", "explicit"])
 def test_a_per_call_timeout_stops_the_parents_slice_between_its_envs(options, closing, monkeypatch):
     monkeypatch.setenv("VEC_ENVS_CPUS", "2")  # the defaults' plan: one worker, the parent steps envs 2 and 3
-    fns = [functools.partial(SlowStepEnv, 0.2, reset_seconds=0.2)] * 4
+    fns = [functools.partial(SlowStepEnv, 0.2, reset_seconds=0.2, busy=True)] * 4  # computing: the parent steps some
     venv = closing(SubprocVecEnv(fns, **options))
     assert venv.step_in_parent and venv.in_series == 2
     venv.reset()  # (no timeout: 0.4 s)
