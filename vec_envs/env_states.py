@@ -43,7 +43,7 @@ class EnvStates:
         self.cls, self.num_envs, self.batch_size = cls, num_envs, batch_size
         self.status = np.zeros(num_envs, np.int8)
         self.resetting = np.zeros(num_envs, np.bool_)
-        self.sent_at = np.zeros(num_envs, np.int64)  # when each env was sent (a count of envs sent)
+        self.sent_at = [0] * num_envs  # when each env was sent (a count of envs sent)
         self._sends = 0
         self.ready: list[int] = []  # the ANSWERED envs (recv returns those sent longest ago first)
         self.flying = 0  # IN_FLIGHT or ANSWERED: what a recv may return (lock-step calls check it in O(1))
@@ -64,10 +64,11 @@ class EnvStates:
 
     def take_ready(self, count: int) -> np.ndarray:
         """Take the ``count`` answered envs sent longest ago off ``ready`` (an int64 array)."""
-        ids = np.array(self.ready, np.int64)
-        ids = ids[np.argsort(self.sent_at[ids], kind="stable")]  # (an env's place in the batch is its next send's)
-        self.ready = ids[count:].tolist()
-        return ids[:count]
+        ready = self.ready
+        ready.sort(key=self.sent_at.__getitem__)  # (an env's place in the batch is its next send's)
+        ids = np.array(ready[:count], np.int64)
+        del ready[:count]
+        return ids
 
     def check_none_in_flight(self, method: str, env_ids: list[int] | None = None) -> None:
         """AlreadyPendingCallError for a call while envs (of ``env_ids``, if given) are in flight."""
@@ -87,11 +88,7 @@ class EnvStates:
 
     def check_send(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as an int64 array; ValueError unless each env is RETURNED, once."""
-        if type(env_ids) is np.ndarray and env_ids.dtype == np.int64 and env_ids.ndim == 1 and len(env_ids) \
-                and env_ids.min() >= 0 and env_ids.max() < self.num_envs:  # the usual ids: as recv returned them
-            ids, counts = env_ids, np.bincount(env_ids, minlength=self.num_envs)
-        else:
-            ids, counts = self._as_indices(env_ids)
+        ids, counts = self._as_indices(env_ids)
         if not np.count_nonzero(counts > (self.status == RETURNED)):  # none named twice, or not returned
             return ids
         if np.count_nonzero(counts > 1):
@@ -118,7 +115,8 @@ class EnvStates:
         """``async_reset``: every env is in flight, asked to reset."""
         self.status[:] = IN_FLIGHT
         self.resetting[:] = True
-        self.sent_at[:] = self._sends = self._sends + 1
+        self._sends += 1
+        self.sent_at = [self._sends] * self.num_envs
         self.flying = self.num_envs
         self.round = True
 
@@ -131,8 +129,11 @@ class EnvStates:
     def sent(self, env_ids: np.ndarray) -> None:
         """``send`` asked ``env_ids`` (returned envs) to step, in this order."""
         self.status[env_ids] = IN_FLIGHT
-        self.sent_at[env_ids] = np.arange(self._sends + 1, self._sends + 1 + len(env_ids))
-        self._sends += len(env_ids)
+        at, sent_at = self._sends, self.sent_at
+        for i in env_ids.tolist():
+            at += 1
+            sent_at[i] = at
+        self._sends = at
         self.flying += len(env_ids)
 
     def clear(self) -> None:

@@ -152,11 +152,12 @@ def test_the_parent_finds_the_answered_envs_in_flight(kernel: str) -> None:
         block.answered[:] = answer << 1 | rng.integers(0, 2, N)
         status = np.where(rng.random(N) < 0.7, IN_FLIGHT, RETURNED).astype(np.int8)
         flying = status == IN_FLIGHT
-        ready = [99]
+        ready, talking = [99], [98]
         want = np.flatnonzero(flying & (answer == parent.expected)).tolist()
         assert parent.count_finished(status) == len(want)
-        assert parent.scan(status, ready) == len(want)
+        assert parent.scan(status, ready, talking) == len(want)
         assert ready == [99] + want
+        assert talking == [98] + [i for i in want if block.answered[i] & 1]
         assert np.flatnonzero(status == ANSWERED).tolist() == want
         assert parent.count_finished(status) == 0
 
@@ -241,7 +242,7 @@ def test_the_c_passes_refuse_arrays_they_cannot_read() -> None:
     with pytest.raises(ValueError, match="status must be a 1-D int8"):
         kernel.count_finished(lanes, lanes, flags)
     with pytest.raises(ValueError, match="has 3 envs"):
-        kernel.scan(lanes, lanes, np.zeros(3, np.int8), [])
+        kernel.scan(lanes, lanes, np.zeros(3, np.int8), [], [])
     read_only = np.zeros(4, np.int64)
     read_only.flags.writeable = False
     with pytest.raises((BufferError, ValueError)):  # take_runs writes what it takes

@@ -22,10 +22,10 @@
  *     The same for env k from Python, with the message bit.
  *
  * Parent side:
- * scan(answered, expected, status, ready) -> int
+ * scan(answered, expected, status, ready, talking) -> int
  *     The envs in flight that answered: for each env i with status[i] == IN_FLIGHT (1)
  *     and answered[i] >> 1 == expected[i], status[i] = ANSWERED (2) and i is appended to
- *     the list ready; returns how many.
+ *     the list ready (and to the list talking if its answer has a message); returns how many.
  * count_finished(answered, expected, status) -> int
  *     How many envs scan() would find now (a test while waiting; nothing is written).
  *
@@ -135,17 +135,18 @@ static PyObject *take_runs(PyObject *self, PyObject *args)
     return runs;
 }
 
-PyDoc_STRVAR(scan_doc, "scan(answered, expected, status, ready) -> int: the envs in flight that answered, "
-             "appended to ready.");
+PyDoc_STRVAR(scan_doc, "scan(answered, expected, status, ready, talking) -> int: the envs in flight that "
+             "answered, appended to ready (to talking too if they have a message).");
 static PyObject *scan(PyObject *self, PyObject *args)
 {
-    PyObject *objs[3], *ready;
+    PyObject *objs[3], *ready, *talking;
     Py_buffer v[3];
     static const int writable[3] = {0, 0, 1};
     static const char *const names[3] = {"answered", "expected", "status"};
     Py_ssize_t n, found = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOO!:scan", &objs[0], &objs[1], &objs[2], &PyList_Type, &ready)
+    if (!PyArg_ParseTuple(args, "OOOO!O!:scan", &objs[0], &objs[1], &objs[2], &PyList_Type, &ready,
+                          &PyList_Type, &talking)
             || get_all(3, objs, v, writable, "qqb", names, &n) < 0)
         return NULL;
     const int64_t *answered = v[0].buf, *expected = v[1].buf;
@@ -157,7 +158,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
         if ((answer >> 1) != expected[i])
             continue;
         PyObject *index = PyLong_FromSsize_t(i);
-        if (index == NULL || PyList_Append(ready, index) < 0) {
+        if (index == NULL || PyList_Append(ready, index) < 0 || ((answer & 1) && PyList_Append(talking, index) < 0)) {
             Py_XDECREF(index);
             release_all(3, v);
             return NULL;

@@ -179,6 +179,8 @@ def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: i
         for name, fd in (("pipe", conn.fileno()), ("both", conn.fileno()), ("both", bell)):
             if fd is not None:
                 pollers[name].register(fd, select.POLLIN)
+    if not spin.enabled and not WAIT_TIMES.enabled:  # nothing to spin, learn or count: sleep (after a last look)
+        return _sleep_until_work(conn, lanes, parent, pollers["both"])
     pipe = pollers["pipe"]
 
     def event() -> int:  # one look at everything: each spin turn costs this
@@ -200,14 +202,18 @@ def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: i
 def _sleep_until_work(conn: Connection, lanes: WorkerLanes | None, parent: int, poller: Any) -> int:
     if lanes is not None:
         lanes.set_sleeping(True)  # (it fences: the look below sees a request, or the parent sees the sleeper)
+    pipe = conn.fileno()
     try:
         while not (lanes is not None and lanes.has_requests()):
             events = poller.poll(int(PARENT_CHECK_S * 1000))
+            woken = LANES
             for fd, _ in events:
-                if fd != conn.fileno():
+                if fd == pipe:
+                    woken = PIPE
+                else:
                     _drain(fd)  # the bell: quiet until the next write
             if events:
-                return PIPE if any(fd == conn.fileno() for fd, _ in events) else LANES
+                return woken
             if os.getppid() != parent:
                 return PARENT_GONE
         return LANES

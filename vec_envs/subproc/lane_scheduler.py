@@ -178,12 +178,9 @@ class LaneScheduler(Scheduler):
         while not failures:
             if self._local:
                 self._serve_local(deadline)
-            before = len(states.ready)
-            if lanes.scan(states.status, states.ready):
-                new = np.array(states.ready[before:], np.int64)
-                talking = new[(lanes.answered[new] & 1) != 0]
-                if len(talking):  # read at once: a message is read as it is written
-                    self._read(talking, failures)
+            talking: list[int] = []
+            if lanes.scan(states.status, states.ready, talking) and talking:
+                self._read(np.array(talking, np.int64), failures)  # at once: a message is read as it is written
             if failures or len(states.ready) >= count:
                 break
             if deadline is not None and time.monotonic() >= deadline:

@@ -32,9 +32,9 @@ Example:
     >>> worker.take_runs()                           # (number, start, stop), the oldest first
     [(1, 2, 3), (2, 0, 1)]
     >>> worker.answer(0, has_message=False); worker.answer(2, has_message=True)
-    >>> status, ready = np.array([1, 0, 1], np.int8), []
-    >>> parent.scan(status, ready), ready, parent.has_message(2)
-    (2, [0, 2], True)
+    >>> status, ready, talking = np.array([1, 0, 1], np.int8), [], []
+    >>> parent.scan(status, ready, talking), ready, talking
+    (2, [0, 2], [2])
     >>> parent.learn(0, worker.propose({"lives": 3})); _ = parent.request(slice(None)); _ = worker.take_runs()
     >>> said = {}
     >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(np.arange(3), np.zeros(3, np.int64), said), said
@@ -167,13 +167,16 @@ class ParentLanes:
         self.expected[env_ids] = seq
         return seq
 
-    def scan(self, status: np.ndarray, ready: list[int]) -> int:
-        """Mark the envs in flight that answered ANSWERED, append them to ``ready``; how many."""
+    def scan(self, status: np.ndarray, ready: list[int], talking: list[int]) -> int:
+        """Mark the envs in flight that answered ANSWERED, append them to ``ready`` (those with a
+        message to ``talking`` too); how many."""
         if _kernel is not None:
-            return _kernel.scan(self.answered, self.expected, status, ready)
-        done = ((status == IN_FLIGHT) & ((self.answered >> 1) == self.expected)).nonzero()[0]
+            return _kernel.scan(self.answered, self.expected, status, ready, talking)
+        answered = self.answered.copy()  # (one read of each word)
+        done = ((status == IN_FLIGHT) & ((answered >> 1) == self.expected)).nonzero()[0]
         status[done] = ANSWERED
         ready.extend(done.tolist())
+        talking.extend(done[(answered[done] & 1) != 0].tolist())
         return len(done)
 
     def count_finished(self, status: np.ndarray) -> int:
@@ -181,9 +184,6 @@ class ParentLanes:
         if _kernel is not None:
             return _kernel.count_finished(self.answered, self.expected, status)
         return int(np.count_nonzero((status == IN_FLIGHT) & ((self.answered >> 1) == self.expected)))
-
-    def has_message(self, i: int) -> bool:
-        return bool(self.answered[i] & 1)
 
     def sleeping(self, w: int) -> bool:
         return bool(self._sleeping[w])

@@ -339,7 +339,7 @@ def ended_infos(buffers: BatchBuffers, dones: np.ndarray, env_ids: np.ndarray | 
                 reset_infos: list[Info], deferred: bool = False) -> list[Info]:
     """The infos of envs ``env_ids`` (None: all), ``dones`` theirs, with nothing to say: empty, but an ended
     env's gets its terminal rows (``with_terminal``) and, unless ``deferred``, an empty reset info."""
-    ended = np.flatnonzero(dones)
+    ended = dones.nonzero()[0]
     if _kernel is not None and not len(ended):  # the usual batch: nothing to gather
         return _kernel.ended_infos(len(dones), ended, ended, None, _NO_ENDS, reset_infos)
     ids = ended if env_ids is None else env_ids[ended]
