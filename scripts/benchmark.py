@@ -26,31 +26,25 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench.machine import require
-from bench.micro import InteropArgs, RayArgs, WrappersArgs, run_interop, run_ray, run_wrappers
+from bench.micro import (
+    InteropArgs,
+    RayArgs,
+    StepPathArgs,
+    WrappersArgs,
+    run_interop,
+    run_ray,
+    run_step_path,
+    run_wrappers,
+)
 from bench.overhead import OverheadArgs, run_overhead
 from bench.plot import PlotArgs, run_plot
-from bench.step_path import StepPathArgs, run_step_path
-from bench.suite import (
-    AleArgs,
-    AutoresetArgs,
-    FairnessArgs,
-    InfosArgs,
-    MultiagentArgs,
-    PresetArgs,
-    WorkloadsArgs,
-    run_workloads,
-)
+from bench.suite import PRESETS, WorkloadsArgs, run_workloads
 
-from vec_envs.cli.args import parse_subcommands
+from vec_envs.cli.args import parse_subcommands, require_extra, run_command
 
 COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int] | None]] = {  # None: a workloads run (main runs it)
     "workloads": (WorkloadsArgs, None),
-    "ale": (AleArgs, None),
-    "infos": (InfosArgs, None),
-    "autoreset": (AutoresetArgs, None),
-    "multiagent": (MultiagentArgs, None),
-    "fairness": (FairnessArgs, None),
+    **{name: (args, None) for name, args in PRESETS.items()},
     "overhead": (OverheadArgs, run_overhead),
     "wrappers": (WrappersArgs, run_wrappers),
     "interop": (InteropArgs, run_interop),
@@ -58,12 +52,12 @@ COMMANDS: dict[str, tuple[type[Any], Callable[[Any], int] | None]] = {  # None: 
     "step-path": (StepPathArgs, run_step_path),
     "plot": (PlotArgs, run_plot),
 }
-NEEDS = {  # command -> (modules, extra) beyond the bench extra
-    "ale": (["ale_py"], "atari"),
-    "autoreset": (["ale_py"], "atari"),
-    "ray": (["ray"], "ray"),
-    "interop": (["stable_baselines3"], "sb3"),
-    "multiagent": (["pettingzoo", "mpe2"], "multiagent"),
+NEEDS = {  # command -> (module, extra) beyond the bench extra's
+    "ale": [("ale_py", "atari")],
+    "autoreset": [("ale_py", "atari")],
+    "ray": [("ray", "ray")],
+    "interop": [("stable_baselines3", "sb3")],
+    "multiagent": [("pettingzoo", "multiagent"), ("mpe2", "multiagent")],
 }
 
 
@@ -72,16 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     name, args = parse_subcommands({key: cls for key, (cls, _) in COMMANDS.items()}, argv,
                                    __doc__.split("\n\n")[0], prog="benchmark.py")
-    require(f"benchmark.py {name}")
-    if name in NEEDS:
-        require(f"benchmark.py {name}", *NEEDS[name])
-    if name == "wrappers" and args.env == "pong":
-        require("benchmark.py wrappers --env pong", ["ale_py"], "atari")
+    needs = [("psutil", "bench"), ("matplotlib", "bench"), *NEEDS.get(name, [])]
+    needs += [("ale_py", "atari")] if name == "wrappers" and args.env == "pong" else []
     run = COMMANDS[name][1]
-    if run is not None:
-        return run(args)
-    command = " ".join(["python scripts/benchmark.py", *argv])  # the report quotes its command line
-    return run_workloads(args.as_workloads() if isinstance(args, PresetArgs) else args, command)
+    command = " ".join(["python scripts/benchmark.py", *argv])  # the workloads report quotes its command line
+
+    def body() -> int:
+        for module, extra in needs:
+            require_extra(module, extra, module)
+        return run(args) if run is not None else run_workloads(args, command)
+
+    return run_command(body)
 
 
 if __name__ == "__main__":

@@ -1,36 +1,38 @@
-"""The contenders: every batch API behind the one stepping interface of ``vec_envs.timing``
-(``Stepper``: ours are there, the peers' here), and how each is built.
-
-A ``Method`` is a row of the report: its ``family`` picks the builder (raw env loop, the
-machine ceiling, ours, ALEVecEnv, gymnasium, SB3, EnvPool, PufferLib, a raw loop of
-ParallelEnvs, SuperSuit), each a short function; ``unavailable`` says why a method cannot
-run a workload here (a package not installed, a backend without the asynchronous API, an
-env it does not take).
+"""Every contender behind the stepping interface of ``vec_envs.timing.steppers`` (ours are
+there, the other libraries' here), and how each is built: a ``Method`` is a row of the report,
+its ``family`` picks its builder; ``unavailable`` says why it cannot run a workload here;
+``build_cell`` builds one in a cell's process. The machine ceiling is one raw env loop per
+available core, their timed windows started together: no batch API beats it on CPU-bound envs,
+and it includes what the cores share (caches, memory bandwidth, hyper-threads).
 
 Example:
-    >>> METHODS["subproc-async"].label
-    'SubprocVecEnv() recv/send, batch_size num_envs/2'
     >>> unavailable(METHODS["envpool"], WORKLOADS["W5"])
     'EnvPool (sync) cannot run W5'
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
-import os
+import multiprocessing
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from importlib.util import find_spec
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from bench.envs import WORKLOADS, Workload, spread
+import vec_envs
+from bench.envs import WORKLOADS, Workload, make_env, spread
 from vec_envs.extras import install_hint
+from vec_envs.timing.cells import ACTION_TABLE
+from vec_envs.timing.loops import presample, run_for
+from vec_envs.timing.machine import available_cores
 from vec_envs.timing.steppers import (
     Batch,
+    EnvCounts,
     GymVectorStepper,
     RawStepper,
     RecvSendStepper,
@@ -39,9 +41,10 @@ from vec_envs.timing.steppers import (
     first_sends,
 )
 
-__all__ = ["Stepper", "RawStepper", "VecEnvStepper", "RecvSendStepper", "GymVectorStepper", "EnvPoolStepper",
-           "EnvPoolRecvSendStepper", "FrameStacker", "Stacked", "Method", "METHODS", "unavailable", "build",
-           "batch_size_of", "WORKLOADS"]
+__all__ = ["Method", "METHODS", "Stacked", "unavailable", "build", "build_cell", "measure_ceiling"]
+
+EnvFns = list[Callable[[], Any]]
+BARRIER_TIMEOUT_S = 120.0
 
 
 class EnvPoolStepper(GymVectorStepper):
@@ -71,27 +74,26 @@ class EnvPoolRecvSendStepper(EnvPoolStepper):
         return obs, terminated | truncated, env_ids
 
 
-class FrameStacker:
-    """The last ``n`` frames of every env on the last axis; an env's stack is zeroed when
-    its episode ends (what SB3's and baselines' VecFrameStack do). Rows follow ``env_ids``,
-    so it serves lock-step and recv/send alike.
+class Stacked(Stepper):
+    """Any stepper followed by an in-script frame stacker: the last ``n`` frames of every env on the
+    last axis, zeroed when its episode ends (as SB3's and baselines' VecFrameStack do).
 
     Example:
-        >>> stacker = FrameStacker(n=2, num_envs=2)
-        >>> stacker.push(np.ones((2, 1, 1)), np.array([False, False]))[..., 0].ravel()
-        array([0., 0.])
-        >>> stacker.push(np.full((1, 1, 1), 5.0), np.array([True]), np.array([1]))[..., -1].ravel()
-        array([5.])
+        >>> from bench.envs import ZeroCostEnv
+        >>> Stacked(RawStepper(ZeroCostEnv()), n=2).push(np.ones((1, 1)), np.array([False]))
+        array([[0., 1.]])
     """
 
-    def __init__(self, n: int, num_envs: int) -> None:
-        self.n, self.num_envs = n, num_envs
-        self.stacked: np.ndarray | None = None
+    def __init__(self, inner: Stepper, n: int) -> None:
+        self.inner, self.n, self.stacked = inner, n, np.zeros(0)
+        self.num_envs, self.steps_per_call = inner.num_envs, inner.steps_per_call
+        self.action_space, self.stacks_frames = inner.action_space, True
+        self.note = "; ".join(filter(None, [inner.note, "frame stack: in-script stacker"]))
 
     def push(self, obs: np.ndarray, dones: np.ndarray, env_ids: np.ndarray | None = None) -> np.ndarray:
         """Add the newest frames of the envs ``env_ids`` (None: all); their stacks."""
         channels = obs.shape[-1]
-        if self.stacked is None:
+        if not self.stacked.size:
             self.stacked = np.zeros((self.num_envs, *obs.shape[1:-1], channels * self.n), obs.dtype)
         rows = slice(None) if env_ids is None else env_ids
         stacked = np.roll(self.stacked[rows], -channels, axis=-1)
@@ -100,25 +102,13 @@ class FrameStacker:
         self.stacked[rows] = stacked
         return stacked
 
-
-class Stacked(Stepper):
-    """Any stepper followed by the in-script ``FrameStacker``."""
-
-    def __init__(self, inner: Stepper, n: int) -> None:
-        self.inner, self.stacker = inner, FrameStacker(n, inner.num_envs)
-        self.num_envs, self.steps_per_call = inner.num_envs, inner.steps_per_call
-        self.action_space, self.stacks_frames = inner.action_space, True
-        self.note = "; ".join(filter(None, [inner.note, "frame stack: in-script stacker"]))
-
     def start(self, seed: int) -> Any:
         obs = self.inner.start(seed)
-        if obs is None:
-            return None
-        return self.stacker.push(obs, np.zeros(self.num_envs, bool))
+        return None if obs is None else self.push(obs, np.zeros(self.num_envs, bool))
 
     def step(self, actions: Any) -> Batch:
         obs, dones, env_ids = self.inner.step(actions)
-        return self.stacker.push(obs, dones, env_ids), dones, env_ids
+        return self.push(obs, dones, env_ids), dones, env_ids
 
     def rows(self, actions: np.ndarray) -> list[Any]:
         return self.inner.rows(actions)
@@ -128,9 +118,7 @@ class Stacked(Stepper):
 
 
 # ---------------------------------------------------------------- the methods
-EnvFns = list[Callable[[], Any]]
 ATARI = ("W3", "W4", "M3", "M4")
-ATARI_ENVS = ("pong", "breakout")
 NOT_BUSY = ("W1", "W2", "M1", *ATARI)
 SMALL = ("W1", "W3", "W4", "W5", "W6", "M3", "M4", "M5")  # a process per env is affordable
 AGENT_ROWS = ("ours", "ma-raw", "supersuit")  # the families that step ParallelEnvs
@@ -138,19 +126,9 @@ AGENT_ROWS = ("ours", "ma-raw", "supersuit")  # the families that step ParallelE
 
 @dataclass(frozen=True)
 class Method:
-    """One way to step a workload.
-
-    Attributes:
-        key: command-line name.
-        label: the report's name for it.
-        family: which builder makes it (raw, ceiling, ours, ale, ale-engine, gymnasium, sb3, envpool,
-            pufferlib, ma-raw, supersuit).
-        options: that builder's arguments (ours: ``view="gymnasium"`` steps it behind ``to_gymnasium``).
-        recv_send: driven by ``recv`` / ``send``, ``batch_size = num_envs // batch_divisor``.
-        batch_divisor: see ``recv_send``.
-        quick: part of the ``--quick`` subset.
-        workloads: the workloads it can run (None: all).
-    """
+    """One way to step a workload, named ``key`` on the command line and ``label`` in the report; its
+    ``family`` picks the builder, whose arguments ``options`` holds; ``recv_send`` drives it by ``recv`` /
+    ``send`` (``batch_size = num_envs // batch_divisor``); ``workloads``: those it can run (None: all)."""
 
     key: str
     label: str
@@ -163,7 +141,6 @@ class Method:
 
     @property
     def ours(self) -> bool:
-        """One of vec_envs' backends."""
         return self.family in ("ours", "ale")
 
 
@@ -174,14 +151,6 @@ def _ours(key: str, label: str, backend: str, quick: bool = False, workloads: tu
     return [Method(key, label, "ours", options, quick=quick, workloads=workloads),
             Method(f"{key}-async", f"{label} recv/send, batch_size num_envs/2", "ours", options,
                    recv_send=True, quick=quick, workloads=workloads)]
-
-
-def _quarter(in_series: int | str) -> Method:
-    """SubprocVecEnv under recv/send with batch_size num_envs/4 (the fairness command's methods)."""
-    shown = "" if in_series == "auto" else f"in_series={in_series}"
-    return Method(f"fair-{in_series}", f"SubprocVecEnv({shown}) recv/send, batch_size num_envs/4", "ours",
-                  {"backend": "SubprocVecEnv", "in_series": in_series}, recv_send=True, batch_divisor=4,
-                  workloads=("W5", "W6"))
 
 
 METHODS: dict[str, Method] = {m.key: m for m in [
@@ -200,7 +169,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("subproc-gym-next", "to_gymnasium(SubprocVecEnv(autoreset_mode='next_step'))", "ours",
            {"backend": "SubprocVecEnv", "view": "gymnasium", "autoreset_mode": "next_step"}),
     *_ours("ray", "RayVecEnv()", "RayVecEnv"),
-    *(_quarter(k) for k in ("auto", 1, 2, 4)),
+    *(Method(f"fair-{k}", f"SubprocVecEnv({'' if k == 'auto' else f'in_series={k}'}) recv/send, batch_size "
+             "num_envs/4", "ours", {"backend": "SubprocVecEnv", "in_series": k}, recv_send=True, batch_divisor=4,
+             workloads=("W5", "W6")) for k in ("auto", 1, 2, 4)),  # the fairness command's
     Method("ale", "ALEVecEnv", "ale", quick=True, workloads=ATARI),
     Method("ale-async", "ALEVecEnv recv/send, batch_size num_envs/2", "ale", recv_send=True, quick=True,
            workloads=ATARI),
@@ -215,35 +186,21 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method("sb3-dummy", "SB3 DummyVecEnv", "sb3", {"cls": "DummyVecEnv"}),
     Method("sb3-subproc", "SB3 SubprocVecEnv", "sb3", {"cls": "SubprocVecEnv"}, workloads=SMALL),  # torch per env
     Method("envpool", "EnvPool (sync)", "envpool", workloads=NOT_BUSY),
-    Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True,
-           workloads=NOT_BUSY),
+    Method("envpool-async", "EnvPool recv/send, batch_size num_envs/2", "envpool", recv_send=True, workloads=NOT_BUSY),
     Method("pufferlib", "PufferLib Multiprocessing", "pufferlib"),
     Method("ma-raw", "raw loop (ParallelEnv.step in series)", "ma-raw", workloads=("MA",)),
-    Method("supersuit-0", "SuperSuit concat_vec_envs_v1, num_cpus=0", "supersuit", {"num_cpus": 0},
-           workloads=("MA",)),
-    Method("supersuit-2", "SuperSuit concat_vec_envs_v1, num_cpus=2", "supersuit", {"num_cpus": 2},
-           workloads=("MA",)),
+    Method("supersuit-0", "SuperSuit concat_vec_envs_v1, num_cpus=0", "supersuit", {"num_cpus": 0}, workloads=("MA",)),
+    Method("supersuit-2", "SuperSuit concat_vec_envs_v1, num_cpus=2", "supersuit", {"num_cpus": 2}, workloads=("MA",)),
 ]}
 
 
 def batch_size_of(method: Method, workload: Workload) -> int:
-    """Envs per ``recv`` of a recv/send method; the whole batch for a lock-step one."""
+    """Envs per ``recv`` of a recv/send method, or the whole batch."""
     return max(1, workload.num_envs // method.batch_divisor) if method.recv_send else workload.num_envs
 
 
-def load_ours(name: str) -> Any:
-    """``vec_envs.<name>``; ImportError when this checkout of vec_envs has no such backend."""
-    import vec_envs
-
-    cls = getattr(vec_envs, name, None)
-    if cls is None:
-        raise ImportError(f"vec_envs has no {name}")
-    return cls
-
-
-def _installed(module: str) -> bool:
-    """``module`` can be imported here (checked without importing it)."""
-    return importlib.util.find_spec(module) is not None
+NEEDS = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py", "pufferlib": "pufferlib",
+         "supersuit": "supersuit", "ma-raw": "mpe2"}  # family -> the module it needs
 
 
 def unavailable(method: Method, workload: Workload) -> str | None:
@@ -251,44 +208,24 @@ def unavailable(method: Method, workload: Workload) -> str | None:
     if (method.workloads is not None and workload.key not in method.workloads) or (
             workload.env == "spread" and method.family not in AGENT_ROWS):
         return f"{method.label} cannot run {workload.key}"
-    if workload.env in ATARI_ENVS and method.family not in ("envpool", "ale") and not _installed("ale_py"):
+    if workload.env in ALE_TASKS and method.family not in ("envpool", "ale") and not find_spec("ale_py"):
         return f"{method.label}: not installed (ale-py: {install_hint('atari')})"
-    backend = {"ours": method.options.get("backend"), "ale": "ALEVecEnv"}.get(method.family)
-    needs = {"sb3": "stable_baselines3", "envpool": "envpool", "ale-engine": "ale_py", "pufferlib": "pufferlib",
-             "supersuit": "supersuit", "ma-raw": "mpe2"}.get(method.family)
-    needs = "mpe2" if workload.env == "spread" and needs is None else needs
-    needs = "ray" if backend == "RayVecEnv" else needs
-    if needs and not _installed(needs):
+    needs = NEEDS.get(method.family) or ("mpe2" if workload.env == "spread" else None)
+    needs = "ray" if method.options.get("backend") == "RayVecEnv" else needs
+    if needs and not find_spec(needs):
         return f"{method.label}: not installed ({needs})"
-    if backend is None:
-        return None
-    try:
-        cls = load_ours(backend)
-    except ImportError as exc:
-        return f"{method.label}: not available ({exc})"
-    if method.recv_send and "batch_size" not in inspect.signature(cls).parameters:
-        return f"{method.label}: not available (vec_envs.{backend} takes no batch_size)"
     return None
 
 
-def _frame_stacked(venv: Any, workload: Workload, note: str) -> tuple[Any, bool, str]:
-    """``venv`` under ``vec_envs.wrappers.VecFrameStack`` when the workload stacks frames."""
-    if not workload.frame_stack:
-        return venv, False, note
-    from vec_envs.wrappers import VecFrameStack
-
-    note = "; ".join(filter(None, [note, "frame stack: vec_envs.wrappers.VecFrameStack"]))
-    return VecFrameStack(venv, workload.frame_stack), True, note
-
-
+# ---------------------------------------------------------------- the builders
 def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
-    """One of our backends with its options (``batch_size`` for recv/send), frame-stacked
-    by ``vec_envs.wrappers.VecFrameStack``; a row per agent on a multi-agent workload; behind
-    ``to_gymnasium`` with ``view="gymnasium"``."""
+    """One of our backends, a row per agent on a multi-agent workload, frames stacked by
+    ``VecFrameStack``; behind ``to_gymnasium`` where its options say ``view="gymnasium"``."""
     options = dict(method.options)
-    cls, view = load_ours(options.pop("backend")), options.pop("view", None)
+    cls, view = getattr(vec_envs, options.pop("backend")), options.pop("view", None)
     if method.recv_send:
         options["batch_size"] = batch_size_of(method, workload)
+    venv: Any
     if workload.env == "spread":
         from vec_envs.multiagent import make_multiagent_vec_env
 
@@ -296,19 +233,23 @@ def build_ours(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -
     else:
         venv = cls(env_fns, **options)
     backend = getattr(venv, "venv", venv)  # the backend under the agent rows
-    note = f"in_series resolved to {backend.in_series}" if hasattr(backend, "in_series") else ""
-    venv, stacked, note = _frame_stacked(venv, workload, note)
+    notes = [f"in_series resolved to {backend.in_series}"] if hasattr(backend, "in_series") else []
+    if workload.frame_stack:
+        from vec_envs.wrappers import VecFrameStack
+
+        venv = VecFrameStack(venv, workload.frame_stack)
+        notes.append("frame stack: vec_envs.wrappers.VecFrameStack")
+    stacked, note = bool(workload.frame_stack), "; ".join(notes)
     if view == "gymnasium":
         from vec_envs.interop import to_gymnasium
 
         return GymVectorStepper(to_gymnasium(venv), venv.action_space, stacked, note)
-    stepper = RecvSendStepper if method.recv_send else VecEnvStepper
-    return stepper(venv, stacked, note)
+    return (RecvSendStepper if method.recv_send else VecEnvStepper)(venv, stacked, note)
 
 
-ALE_COMMON = {"repeat_action_probability": 0.25, "episode_life": False, "clip_rewards": False,
-              "fire_reset": False, "frame_skip": 4}
-ALE_TASKS = {  # the options of ALEVecEnv that give each Atari env of bench.envs
+ALE_COMMON: dict[str, Any] = {"repeat_action_probability": 0.25, "episode_life": False, "clip_rewards": False,
+                              "fire_reset": False, "frame_skip": 4}
+ALE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {  # ALEVecEnv options for the envs of bench.envs
     "pong": ("Pong", {**ALE_COMMON, "noop_max": 0, "warp_frame": False, "grayscale": False}),
     "breakout": ("Breakout", {**ALE_COMMON, "noop_max": 30}),
 }
@@ -317,17 +258,15 @@ ALE_TASKS = {  # the options of ALEVecEnv that give each Atari env of bench.envs
 def build_ale(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
     """``vec_envs.ALEVecEnv``: C++ threads, its own preprocessing and frame stack."""
     game, options = ALE_TASKS[workload.env]
-    venv = load_ours("ALEVecEnv")(game, workload.num_envs, seed=seed, frame_stack=workload.frame_stack or 1,
-                                  batch_size=batch_size_of(method, workload), **options, **method.options)
-    note = "its own preprocessing and frame stack (C++ threads)"
+    venv = vec_envs.ALEVecEnv(game, workload.num_envs, seed=seed, frame_stack=workload.frame_stack or 1,
+                              batch_size=batch_size_of(method, workload), **options, **method.options)
     stepper = RecvSendStepper if method.recv_send else VecEnvStepper
-    return stepper(venv, True, note)
+    return stepper(venv, True, "its own preprocessing and frame stack (C++ threads)")
 
 
 ENGINE_COMMON: dict[str, Any] = {"autoreset_mode": "SameStep", "repeat_action_probability": 0.25,
                                  "use_fire_reset": False, "reward_clipping": False, "episodic_life": False}
-# ale-py's AtariVectorEnv options that give each Atari env of bench.envs
-ENGINE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+ENGINE_TASKS: dict[str, tuple[str, dict[str, Any]]] = {  # ale-py's AtariVectorEnv options for the same envs
     "pong": ("pong", {"stack_num": 1, "img_height": 210, "img_width": 160, "grayscale": False, "maxpool": False,
                       "noop_max": 0}),
     "breakout": ("breakout", {"stack_num": 4, "noop_max": 30}),
@@ -376,8 +315,7 @@ def build_envpool(workload: Workload, env_fns: EnvFns, method: Method, seed: int
 
     task, options = ENVPOOL_TASKS[workload.env]
     batch_size = batch_size_of(method, workload)
-    envs = envpool.make_gymnasium(task, num_envs=workload.num_envs, batch_size=batch_size, seed=seed,
-                                  **options)
+    envs = envpool.make_gymnasium(task, num_envs=workload.num_envs, batch_size=batch_size, seed=seed, **options)
     note = "its own C++ envs and preprocessing; next-step auto-reset"
     if method.recv_send:
         return EnvPoolRecvSendStepper(envs, envs.action_space, batch_size, bool(workload.frame_stack), note)
@@ -385,22 +323,19 @@ def build_envpool(workload: Workload, env_fns: EnvFns, method: Method, seed: int
 
 
 def build_pufferlib(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
-    """PufferLib's Multiprocessing backend: one worker per core (at most one per env), each env
-    behind PufferLib's emulation layer."""
+    """PufferLib's Multiprocessing backend, one worker per core (at most one per env)."""
     import pufferlib.emulation
     import pufferlib.vector
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    workers = max(w for w in range(1, min(cores, workload.num_envs) + 1) if workload.num_envs % w == 0)
+    n = workload.num_envs
+    workers = max(w for w in range(1, min(available_cores(), n) + 1) if n % w == 0)
     creators = [partial(pufferlib.emulation.GymnasiumPufferEnv, env_creator=fn) for fn in env_fns]
-    envs = pufferlib.vector.make(creators, backend=pufferlib.vector.Multiprocessing, num_envs=workload.num_envs,
-                                 num_workers=workers)
+    envs = pufferlib.vector.make(creators, backend=pufferlib.vector.Multiprocessing, num_envs=n, num_workers=workers)
     return GymVectorStepper(envs, envs.single_action_space, note=f"{workers} workers; its own emulation layer")
 
 
 class ParallelLoopStepper(Stepper):
-    """PettingZoo ParallelEnvs stepped one after the other in this process: what people write by hand.
-    One step steps every env; an env with no agent left is reset."""
+    """PettingZoo ParallelEnvs stepped one after the other, as people write by hand."""
 
     def __init__(self, envs: list[Any]) -> None:
         self.envs, self.agents = envs, envs[0].possible_agents
@@ -410,7 +345,6 @@ class ParallelLoopStepper(Stepper):
     def start(self, seed: int) -> Any:
         for i, env in enumerate(self.envs):
             env.reset(seed=seed + i)
-        return None
 
     def step(self, actions: np.ndarray) -> Batch:
         for e, env in enumerate(self.envs):
@@ -425,9 +359,11 @@ class ParallelLoopStepper(Stepper):
             env.close()
 
 
-def build_ma_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
-    """The ParallelEnvs of a multi-agent workload in a plain loop."""
-    return ParallelLoopStepper([spread() for _ in range(workload.num_envs)])
+class UnseededStepper(VecEnvStepper):
+    """A VecEnv without ``seed()`` (SuperSuit's): reset as it is."""
+
+    def start(self, seed: int) -> Any:
+        return self.venv.reset()
 
 
 def build_supersuit(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
@@ -439,25 +375,87 @@ def build_supersuit(workload: Workload, env_fns: EnvFns, method: Method, seed: i
     return UnseededStepper(venv)
 
 
-class UnseededStepper(VecEnvStepper):
-    """A VecEnv without ``seed()`` (SuperSuit's): reset as it is."""
-
-    def start(self, seed: int) -> Any:
-        return self.venv.reset()
-
-
-def build_raw(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
-    """Env 0 of the workload, alone."""
-    return RawStepper(env_fns[0]())
-
-
 BUILDERS: dict[str, Callable[[Workload, EnvFns, Method, int], Stepper]] = {
-    "raw": build_raw, "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine,
-    "gymnasium": build_gymnasium, "sb3": build_sb3, "envpool": build_envpool, "pufferlib": build_pufferlib,
-    "ma-raw": build_ma_raw, "supersuit": build_supersuit,
+    "raw": lambda workload, env_fns, method, seed: RawStepper(env_fns[0]()),  # env 0 alone
+    "ma-raw": lambda workload, env_fns, method, seed: ParallelLoopStepper([spread() for _ in range(workload.num_envs)]),
+    "ours": build_ours, "ale": build_ale, "ale-engine": build_ale_engine, "gymnasium": build_gymnasium,
+    "sb3": build_sb3, "envpool": build_envpool, "pufferlib": build_pufferlib, "supersuit": build_supersuit,
 }
 
 
 def build(workload: Workload, env_fns: EnvFns, method: Method, seed: int) -> Stepper:
-    """The stepper of ``method`` on ``workload`` (not the ceiling: ``bench.ceiling`` measures that)."""
+    """The stepper of ``method`` on ``workload`` (not the machine ceiling, which measures itself)."""
     return BUILDERS[method.family](workload, env_fns, method, seed)
+
+
+# ---------------------------------------------------------------- in a cell's process
+def build_cell(seed: int, workload: str, method: str, spin_per_ms: int, count_envs: bool = False) -> Any:
+    """The stepper of ``method`` on ``workload`` (frames stacked here where the method does not), or the
+    machine ceiling's measurement."""
+    w, m = WORKLOADS[workload], METHODS[method]
+    if m.family == "ceiling":
+        return partial(measure_ceiling, w.env, spin_per_ms, seed)
+    env_fns: EnvFns = [partial(make_env, w.env, i, spin_per_ms) for i in range(w.num_envs)]
+    stepper = build(w, env_fns, m, seed)
+    if w.frame_stack and not stepper.stacks_frames:
+        stepper = Stacked(stepper, w.frame_stack)
+    return EnvCounts(stepper) if count_envs else stepper
+
+
+def _raw_loop(env: str, index: int, spin_per_ms: int, seed: int, warmup: float, window: float,
+              started: Barrier, finished: Barrier, results: Queue[tuple[int, float] | str]) -> None:
+    """One core's loop: warm up, wait for the others, time the window, report, wait to exit.
+    A loop that fails reports why (a string) and breaks both barriers, so that nobody waits for it."""
+    stepper = None
+    try:
+        stepper = RawStepper(make_env(env, index, spin_per_ms))
+        stepper.start(seed + index)
+        actions = stepper.rows(presample(stepper.action_space, 1, ACTION_TABLE, seed + index))
+        run_for(stepper.step, actions, warmup)
+        started.wait(BARRIER_TIMEOUT_S)
+        results.put(run_for(stepper.step, actions, window))
+        finished.wait(BARRIER_TIMEOUT_S)  # stay alive until the parent has read our CPU time
+    except BaseException as exc:
+        results.put(f"loop {index}: {type(exc).__name__}: {exc}")
+        started.abort()
+        finished.abort()
+        raise
+    finally:
+        if stepper is not None:
+            stepper.close()
+
+
+def measure_ceiling(env: str, spin_per_ms: int, seed: int, warmup: float, window: float,
+                    window_start: Callable[[], None], window_end: Callable[[], None]) -> dict[str, Any]:
+    """Run ``available_cores()`` raw loops of ``env`` at once (forked where fork exists, so that they
+    start at once); their summed steps/s. ``window_start`` / ``window_end`` mark the common window."""
+    cores = available_cores()
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork") if fork else multiprocessing.get_context("spawn")
+    started, finished = context.Barrier(cores + 1), context.Barrier(cores + 1)
+    results = context.Queue()
+    loops = [context.Process(target=_raw_loop, daemon=True,
+                             args=(env, i, spin_per_ms, seed, warmup, window, started, finished, results))
+             for i in range(cores)]
+    for loop in loops:
+        loop.start()
+    try:
+        try:
+            started.wait(BARRIER_TIMEOUT_S)
+            window_start()
+            timed = [results.get(timeout=window + BARRIER_TIMEOUT_S) for _ in loops]
+            window_end()
+            finished.wait(BARRIER_TIMEOUT_S)
+        except threading.BrokenBarrierError:
+            raise RuntimeError(f"the machine ceiling of {env}: {results.get(timeout=10)}") from None
+        failed = [t for t in timed if isinstance(t, str)]
+        if failed:
+            raise RuntimeError(f"the machine ceiling of {env}: {failed[0]}")
+    finally:
+        for loop in loops:
+            loop.join(timeout=10)
+            if loop.is_alive():
+                loop.kill()
+    counts = [t for t in timed if not isinstance(t, str)]
+    return {"steps": sum(c for c, _ in counts), "seconds": max(s for _, s in counts),
+            "steps_per_s": sum(c / s for c, s in counts), "build_s": float("nan"), "note": f"{cores} loops"}

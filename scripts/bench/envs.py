@@ -1,25 +1,18 @@
-"""The envs the benchmarks step, built by name, and the workloads made of them.
-
-A module of its own so that worker processes (spawn, forkserver, Ray actors) import the
-env factories by reference instead of receiving them pickled by value. W1..W6 are sized
-for a laptop (8, 16 or 64 envs); M1, M3, M4, M5 for a 16-64 core machine, on the same envs;
-S16 is CartPole-v1 x 16, a size between W1's and W2's for the scaling plot; I1 (CartPole
-with an info every step) and MA (simple_spread_v3, a row per agent) are the workloads of
-the ``infos`` and ``multiagent`` commands.
-
-The synthetic envs of known cost (stragglers, waiting, zero-cost) are ``vec_envs.timing.synthetic``'s.
+"""The envs the benchmarks step, built by name (worker processes import the factories from here
+by reference), and the workloads made of them: W1..W6 fit a laptop, M1, M3, M4, M5 a 16-64 core
+machine; S16 sits between W1 and W2 for the scaling plot; I1 and MA serve the infos and multiagent commands.
 
 Example:
     >>> WORKLOADS["W4"].title
     'ALE/Breakout-v5 (frameskip 1) + AtariPreprocessing 84x84 gray skip 4 + frame stack 4 x 8'
     >>> env = make_env("busy", index=0, spin_per_ms=1_000)
-    >>> obs, info = env.reset(seed=0)
-    >>> obs, reward, terminated, truncated, info = env.step(0)
-    >>> obs
+    >>> _ = env.reset(seed=0)
+    >>> env.step(0)[0]
     array([1., 1., 1., 1.], dtype=float32)
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +24,7 @@ from vec_envs.ale.games import import_ale
 from vec_envs.timing.synthetic import StragglerEnv, WaitingEnv, ZeroCostEnv, calibrate_spin
 
 __all__ = ["ENVS", "WORKLOADS", "Workload", "InfoEveryStep", "StragglerEnv", "WaitingEnv", "ZeroCostEnv",
-           "SyntheticFrameEnv", "cartpole", "cartpole_with_infos", "spread", "make_env", "make_ale", "make_pong",
-           "calibrate_spin"]
+           "SyntheticFrameEnv", "spread", "make_env", "make_ale", "calibrate_spin"]
 
 ENVS = {
     "cartpole": "CartPole-v1",
@@ -44,29 +36,24 @@ ENVS = {
     "spread": "PettingZoo simple_spread_v3 (3 agents, 25-step episodes), a row per agent",
     "zero": "zero-cost env (a step does nothing)",
 }
+
+
 class InfoEveryStep(gym.Wrapper):
-    """An env that returns one small info every step, as ALE's envs do with ``lives``.
+    """CartPole-v1 returning one small info every step, as ALE's envs do with ``lives``.
 
     Example:
-        >>> env = InfoEveryStep(gym.make("CartPole-v1"))
+        >>> env = InfoEveryStep()
         >>> _ = env.reset(seed=0)
         >>> env.step(0)[4]
         {'lives': 3}
     """
 
+    def __init__(self) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, _ = self.env.step(action)
         return obs, reward, terminated, truncated, {"lives": 3}
-
-
-def cartpole_with_infos() -> gym.Env:
-    """CartPole-v1 returning ``{"lives": 3}`` every step."""
-    return InfoEveryStep(gym.make("CartPole-v1"))
-
-
-def cartpole() -> gym.Env:
-    """CartPole-v1 (importable by reference from worker processes)."""
-    return gym.make("CartPole-v1")
 
 
 def spread() -> Any:
@@ -95,61 +82,33 @@ class SyntheticFrameEnv(gym.Env):
         return self.frames[self.t % 16], float(self.t % 7 == 0), self.t >= self.episode_length, False, {}
 
 
-def make_ale(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gym.make`` of an ALE id, with ale-py's envs registered in this process."""
+def make_ale(env_id: str, preprocess: bool = False, **kwargs: Any) -> gym.Env:
+    """``gym.make`` of an ALE id (ale-py's envs registered in this process); with ``preprocess``,
+    frame skip 4 and 84x84 gray frames by ``AtariPreprocessing``."""
     import_ale()
-    return gym.make(env_id, **kwargs)
-
-
-def make_pong() -> gym.Env:
-    """ALE/Pong-v5 with frame skip 4 and 84x84 gray frames (no sticky actions)."""
-    env = make_ale("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0)
-    return gym.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, grayscale_obs=True,
-                                           grayscale_newaxis=True)
+    if not preprocess:
+        return gym.make(env_id, **kwargs)
+    return gym.wrappers.AtariPreprocessing(gym.make(env_id, frameskip=1, **kwargs), frame_skip=4, screen_size=84,
+                                           grayscale_obs=True, grayscale_newaxis=True)
 
 
 def make_env(env: str, index: int = 0, spin_per_ms: int = 25_000, episode_length: int = 500) -> gym.Env:
-    """Build env ``index`` of a batch of ``env`` (the same env for every method).
-
-    Args:
-        env: a key of ``ENVS``.
-        index: the env's place in the batch (seeds the straggler work of ``busy``).
-        spin_per_ms: ``busy`` only: loop iterations per millisecond of work.
-        episode_length: ``zero`` only: steps per episode.
-
-    Returns:
-        The gymnasium env, wrapped as ``gym.make`` wraps it.
-    """
-    if env == "cartpole":
-        return gym.make("CartPole-v1")
-    if env == "pong":
-        return make_ale("ALE/Pong-v5")
-    if env == "breakout":
-        atari = make_ale("ALE/Breakout-v5", frameskip=1)
-        return gym.wrappers.AtariPreprocessing(atari, frame_skip=4, screen_size=84,
-                                               grayscale_obs=True, grayscale_newaxis=True)
-    if env == "busy":
-        return StragglerEnv(seed=index, spin_per_ms=spin_per_ms)
-    if env == "waiting":
-        return WaitingEnv(seed=index)
-    if env == "cartpole-info":
-        return cartpole_with_infos()
-    if env == "zero":
-        return ZeroCostEnv(episode_length)
-    raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")
+    """Env ``index`` of a batch of ``env`` (a key of ``ENVS``); ``index`` and ``spin_per_ms`` size the
+    work of ``busy``, ``episode_length`` is ``zero``'s."""
+    makers: dict[str, Callable[[], gym.Env]] = {
+        "cartpole": lambda: gym.make("CartPole-v1"), "pong": lambda: make_ale("ALE/Pong-v5"),
+        "breakout": lambda: make_ale("ALE/Breakout-v5", preprocess=True),
+        "busy": lambda: StragglerEnv(seed=index, spin_per_ms=spin_per_ms), "waiting": lambda: WaitingEnv(seed=index),
+        "cartpole-info": InfoEveryStep, "zero": lambda: ZeroCostEnv(episode_length)}
+    if env not in makers:
+        raise ValueError(f"make_env(): unknown env {env!r}; expected one of {list(ENVS)}")
+    return makers[env]()
 
 
 @dataclass(frozen=True)
 class Workload:
-    """``num_envs`` copies of one env of this module.
-
-    Attributes:
-        key: short name on the command line (``W1`` .. ``W6``, ``M1`` .. ``M5``; ``I1`` and ``MA`` for the
-            infos and multi-agent commands).
-        env: the env's key in ``ENVS``.
-        num_envs: envs in the batch.
-        frame_stack: frames stacked over the batch after stepping (0: none).
-    """
+    """``num_envs`` copies of the env ``env`` (a key of ``ENVS``), frames stacked over the batch
+    after stepping when ``frame_stack`` > 0; ``key`` names it on the command line."""
 
     key: str
     env: str
@@ -158,14 +117,8 @@ class Workload:
 
     @property
     def title(self) -> str:
-        """What the table heading says."""
         stack = f" + frame stack {self.frame_stack}" if self.frame_stack else ""
         return f"{ENVS[self.env]}{stack} x {self.num_envs}"
-
-    @property
-    def many_core(self) -> bool:
-        """Sized for a 16-64 core machine (the M workloads)."""
-        return self.key.startswith("M")
 
 
 WORKLOADS: dict[str, Workload] = {w.key: w for w in [

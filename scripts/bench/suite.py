@@ -1,15 +1,15 @@
-"""The workloads command: plan the cells, run them, write the report.
+"""The workloads command and its presets (ale, infos, autoreset, multiagent, fairness): plan
+the cells, run them, write the report.
 
-Each cell (workload x method x repeat) runs in a fresh process: it builds and resets the
-batch, warms up, then steps it for a timed window with pre-sampled actions and reports
-env steps per second (summed over the batch); the parent samples the cell's whole
-process tree (CPU, peak memory). Cells run one at a time; repeats go round-robin over
-the methods (their order rotated each repeat) so that drift of the machine hits every
-method alike. The machine ceiling is one raw env loop per available core, all at once.
+Each cell (one method on one workload, one repeat) runs in a fresh process, measured by
+``vec_envs.timing.cells``. Cells run one at a time; repeats go round-robin over the methods,
+their order rotated each repeat, so that drift of the machine hits every method alike.
 
 Example:
-    >>> [w.key for w in select("M", WORKLOADS, "workloads", GROUPS)]
-    ['M1', 'M3', 'M4', 'M5']
+    >>> PRESETS["infos"]().methods
+    'dummy,subproc'
+    >>> Cell("W5", "dummy", window=0.05, warmup=0.0, spin_per_ms=1_000).run(timeout=60)["steps_per_s"] > 0
+    True
 """
 from __future__ import annotations
 
@@ -17,19 +17,17 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from bench.contenders import METHODS, Method, unavailable
 from bench.envs import WORKLOADS, Workload, calibrate_spin
-from bench.report import Settings, render_report, summarize
-from bench.tree import Cell, run_all
+from bench.report import render_report, summarize
+from vec_envs.timing.cells import CellSpec, run_cell
 
-__all__ = ["WorkloadsArgs", "run_workloads", "PresetArgs", "AleArgs", "InfosArgs", "AutoresetArgs",
-           "MultiagentArgs", "FairnessArgs", "select", "plan_cells", "default_out", "GROUPS"]
+__all__ = ["WorkloadsArgs", "PRESETS", "run_workloads", "select", "plan_cells", "default_out", "GROUPS"]
 
-QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP = 1, 1.0, 0.25
 T = TypeVar("T")
 GROUPS = {"W": [k for k in WORKLOADS if k.startswith("W")],
           "M": [k for k in WORKLOADS if k.startswith("M") and k[1:].isdigit()]}
@@ -69,20 +67,44 @@ class WorkloadsArgs:
         select(self.workloads, WORKLOADS, "workloads", GROUPS)
         select(self.methods, METHODS, "methods")
         if self.quick:
-            self.repeats, self.window, self.warmup = QUICK_REPEATS, QUICK_WINDOW, QUICK_WARMUP
+            self.repeats, self.window, self.warmup = 1, 1.0, 0.25
+
+
+def preset(doc: str, workloads: str, methods: str, repeats: int = 3, warmup: float = 0.5,
+           count_envs: bool = False) -> type[Any]:
+    """The workloads command on ``workloads`` and ``methods`` by default, with 3 s windows; ``doc`` is its help."""
+    base = {f.name: f for f in fields(WorkloadsArgs)}
+    defaults = {"workloads": workloads, "methods": methods, "repeats": repeats, "window": 3.0, "warmup": warmup,
+                "count_envs": count_envs}
+    changed = [(name, base[name].type, field(default=value, metadata=base[name].metadata))
+               for name, value in defaults.items()]
+    return make_dataclass("PresetArgs", changed, bases=(WorkloadsArgs,), namespace={"__doc__": doc,
+                                                                                    "__module__": __name__})
+
+
+PRESETS = {  # command -> its arguments
+    "ale": preset("ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, "
+                  "ale-py.", "W4", "gym-sync,subproc,ale,ale-async,ale-async-4,ale-engine"),
+    "infos": preset("What an info every step costs: CartPole-v1 x 8 as it is (W1) and returning {'lives': 3} (I1).",
+                    "W1,I1", "dummy,subproc"),
+    "autoreset": preset("Next-step against same-step autoreset: SubprocVecEnv, to_gymnasium and ALEVecEnv on W1 and "
+                        "W4.", "W1,W4", "subproc,subproc-next,subproc-gym,subproc-gym-next,ale,ale-next"),
+    "multiagent": preset("Agent rows of simple_spread_v3 x 8 (MA) on our backends against a raw loop and SuperSuit.",
+                         "MA", "ma-raw,dummy,subproc,subproc-2,supersuit-0,supersuit-2"),
+    "fairness": preset("Whether recv/send samples every env alike: 16 envs sleeping 0-2 ms (W6), batch_size 4, "
+                       "in_series 1, 2, 4, auto.\n\nEvery env counts its steps from the first recv(); the notes give "
+                       "the fewest and the most per env.", "W6", "fair-auto,fair-1,fair-2,fair-4", repeats=1,
+                       warmup=0.0, count_envs=True),
+}
 
 
 def select(text: str, table: dict[str, T], what: str, groups: dict[str, list[str]] | None = None) -> list[T]:
     """The entries of ``table`` named in the comma-separated ``text`` (``all``: every one; a name of
-    ``groups``: its members).
-
-    Raises:
-        ValueError: a name that is neither a key of ``table`` nor a group.
-    """
+    ``groups``: its members); ValueError for a name that is neither."""
     if text == "all":
         return list(table.values())
-    keys = [k.strip() for k in text.split(",") if k.strip()]
-    keys = [key for k in keys for key in (groups or {}).get(k, [k])]
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    keys = [key for name in names for key in (groups or {}).get(name, [name])]
     unknown = [k for k in keys if k not in table]
     if unknown or not keys:
         raise ValueError(f"--{what}: unknown {unknown or text!r}; expected a comma-separated subset of "
@@ -90,34 +112,56 @@ def select(text: str, table: dict[str, T], what: str, groups: dict[str, list[str
     return [table[k] for k in keys]
 
 
-def list_choices() -> str:
-    """The text of ``--list``: every workload and method."""
-    lines = ["workloads:", *(f"  {w.key}: {w.title}" for w in WORKLOADS.values()), "methods:"]
-    lines += [f"  {m.key}: {m.label}{'  [quick]' if m.quick else ''}" for m in METHODS.values()]
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class Cell:
+    """One method on one workload (keys of ``METHODS`` and ``WORKLOADS``), one repeat."""
+
+    workload: str
+    method: str
+    repeat: int = 0
+    seed: int = 0
+    window: float = 1.0
+    warmup: float = 0.25
+    spin_per_ms: int = 25_000
+    count_envs: bool = False
+
+    def run(self, timeout: float) -> dict[str, Any]:
+        """Measure it in a fresh process: its record."""
+        options = {"workload": self.workload, "method": self.method, "spin_per_ms": self.spin_per_ms,
+                   "count_envs": self.count_envs}
+        spec = CellSpec("bench.contenders:build_cell", options, self.seed, self.window, self.warmup)
+        return {**asdict(self), **run_cell(spec, timeout)}
+
+
+def run_all(cells: list[Cell], timeout: float) -> list[dict[str, Any]]:
+    """Run the cells with a progress bar (on stderr); Ctrl-C stops the run and returns the
+    records of the cells finished so far."""
+    from tqdm import tqdm
+
+    records: list[dict[str, Any]] = []
+    bar = tqdm(cells, desc="cells", unit="cell", file=sys.stderr)
+    try:
+        for cell in bar:
+            bar.set_postfix_str(f"{cell.workload} {cell.method} #{cell.repeat}")
+            records.append(cell.run(timeout))
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted: reporting the {len(records)} of {len(cells)} cells that finished", file=sys.stderr)
+    return records
 
 
 def plan_cells(args: WorkloadsArgs, workloads: list[Workload], methods: list[Method],
                spin: int) -> tuple[list[Cell], list[tuple[str, str, str]]]:
     """Cells in run order (repeats outermost, methods rotated each repeat); what cannot run, and why."""
-    runnable: dict[str, list[str]] = {}
-    skipped = []
-    for w in workloads:
-        runnable[w.key] = []
-        for m in methods:
-            why = unavailable(m, w)
-            if why:
-                skipped.append((w.key, m.key, why))
-            else:
-                runnable[w.key].append(m.key)
+    why = {(w.key, m.key): unavailable(m, w) for w in workloads for m in methods}
     cells = []
     for r in range(args.repeats):
         for w in workloads:
-            keys = runnable[w.key]
+            keys = [m.key for m in methods if not why[w.key, m.key]]
             shift = r % max(len(keys), 1)
             cells += [Cell(w.key, key, r, args.seed, args.window, args.warmup, spin, args.count_envs)
                       for key in keys[shift:] + keys[:shift]]
-    return cells, skipped
+    return cells, [(w, m, reason) for (w, m), reason in why.items() if reason]
 
 
 def default_out() -> Path:
@@ -126,23 +170,25 @@ def default_out() -> Path:
     return cache / "vec_envs" / "bench" / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_results(out: Path, report: str, args: WorkloadsArgs, records: list[dict[str, Any]]) -> None:
-    """``results.md`` and ``cells.json`` (every cell's record) in ``out`` (created if missing)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text(report, encoding="utf-8")
-    (out / "cells.json").write_text(json.dumps({"args": asdict(args), "cells": records}, indent=1),
-                                    encoding="utf-8")
+def settings_line(args: WorkloadsArgs, command: str, spin: int, ran: int, planned: int) -> str:
+    """What was measured, and how."""
+    stopped = f" INTERRUPTED after {ran} of {planned} cells." if ran < planned else ""
+    return (f"Settings:{stopped} `{command}`: {args.repeats} repeat(s) round-robin, {args.warmup:g} s warm-up, "
+            f"{args.window:g} s window, seed {args.seed}; steps/s = env steps summed over the batch (recv/send: "
+            f"batch_size per recv); % of ceiling = share of the machine ceiling row; CPU % = user+sys of the "
+            f"process tree / wall (100 % = one core); steps per CPU s = steps/s / (CPU % / 100), what the "
+            f"load of the rest of the machine skews far less; peak MB = summed RSS of the process tree; busy env "
+            f"work: {spin} loop iterations per ms (calibrated at start).")
 
 
 def run_workloads(args: WorkloadsArgs, command: str) -> int:
-    """Run the benchmark; 0 when every cell ran, 1 when some failed, 130 when interrupted.
-
-    ``command`` is the command line that the report's settings line quotes.
-    """
+    """Run the benchmark, ``command`` being its command line (the report quotes it); 0 when every
+    cell ran, 1 when some failed, 130 when interrupted."""
     from vec_envs.timing.machine import machine_line
 
     if args.list:
-        print(list_choices())
+        print("\n".join(["workloads:", *(f"  {w.key}: {w.title}" for w in WORKLOADS.values()), "methods:",
+                         *(f"  {m.key}: {m.label}{'  [quick]' if m.quick else ''}" for m in METHODS.values())]))
         return 0
     workloads = select(args.workloads, WORKLOADS, "workloads", GROUPS)
     methods = select(args.methods, METHODS, "methods")
@@ -151,86 +197,14 @@ def run_workloads(args: WorkloadsArgs, command: str) -> int:
     machine, spin = machine_line(), calibrate_spin()
     cells, skipped = plan_cells(args, workloads, methods, spin)
     records = run_all(cells, args.cell_timeout)
-    sums = summarize(records)
-    settings = Settings(args.repeats, args.warmup, args.window, args.seed, spin,
-                        command, len(records), len(cells))
-    report = render_report(settings, workloads, methods, sums, skipped, machine, records)
+    settings = settings_line(args, command, spin, len(records), len(cells))
+    report = render_report([machine, settings], workloads, methods, summarize(records), skipped, records)
     out = Path(args.out) if args.out else default_out()
-    write_results(out, report, args, records)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text(report, encoding="utf-8")
+    (out / "cells.json").write_text(json.dumps({"args": asdict(args), "cells": records}, indent=1), encoding="utf-8")
     print(report)
     print(f"results written to {out}/ (results.md, cells.json)", file=sys.stderr)
     if len(records) < len(cells):
         return 130
     return 1 if any("error" in r for r in records) else 0
-
-
-@dataclass
-class PresetArgs:
-    """The workloads command on the preset's workloads and methods (``WORKLOADS``, ``METHODS``)."""
-
-    WORKLOADS: ClassVar[str] = ""
-    METHODS: ClassVar[str] = ""
-    COUNT_ENVS: ClassVar[bool] = False
-    workloads: str = field(default="", metadata={"help": "comma-separated workload keys (default: the preset's)"})
-    methods: str = field(default="", metadata={"help": "comma-separated method keys (default: the preset's)"})
-    repeats: int = field(default=3, metadata={"help": "cells per method, round-robin"})
-    window: float = field(default=3.0, metadata={"help": "seconds of each timed window"})
-    warmup: float = field(default=0.5, metadata={"help": "seconds stepped before the window"})
-    seed: int = field(default=0, metadata={"help": "seeds the envs and the pre-sampled actions"})
-    out: str = field(default="", metadata={"help": "directory for results.md and cells.json (default: the cache)"})
-
-    def as_workloads(self) -> WorkloadsArgs:
-        """The same run as workloads arguments (which check every value)."""
-        return WorkloadsArgs(workloads=self.workloads or self.WORKLOADS, methods=self.methods or self.METHODS,
-                             repeats=self.repeats,
-                             window=self.window, warmup=self.warmup, seed=self.seed, out=self.out,
-                             count_envs=self.COUNT_ENVS)
-
-    def __post_init__(self) -> None:
-        self.as_workloads()
-
-
-@dataclass
-class AleArgs(PresetArgs):
-    """ALEVecEnv on W4 (Breakout 84x84 gray + frame stack 4 x 8) beside SyncVectorEnv, SubprocVecEnv, ale-py."""
-
-    WORKLOADS: ClassVar[str] = "W4"
-    METHODS: ClassVar[str] = "gym-sync,subproc,ale,ale-async,ale-async-4,ale-engine"
-
-
-@dataclass
-class InfosArgs(PresetArgs):
-    """What an info every step costs: CartPole-v1 x 8 as it is (W1) and returning {'lives': 3} (I1)."""
-
-    WORKLOADS: ClassVar[str] = "W1,I1"
-    METHODS: ClassVar[str] = "dummy,subproc"
-
-
-@dataclass
-class AutoresetArgs(PresetArgs):
-    """Next-step against same-step autoreset: SubprocVecEnv, to_gymnasium and ALEVecEnv on W1 and W4."""
-
-    WORKLOADS: ClassVar[str] = "W1,W4"
-    METHODS: ClassVar[str] = "subproc,subproc-next,subproc-gym,subproc-gym-next,ale,ale-next"
-
-
-@dataclass
-class MultiagentArgs(PresetArgs):
-    """Agent rows of simple_spread_v3 x 8 (MA) on our backends against a raw loop and SuperSuit."""
-
-    WORKLOADS: ClassVar[str] = "MA"
-    METHODS: ClassVar[str] = "ma-raw,dummy,subproc,subproc-2,supersuit-0,supersuit-2"
-
-
-@dataclass
-class FairnessArgs(PresetArgs):
-    """Whether recv/send samples every env alike: 16 envs sleeping 0-2 ms (W6), batch_size 4, in_series 1, 2, 4, auto.
-
-    Every env counts its steps from the first recv(); the notes give the fewest and the most per env.
-    """
-
-    WORKLOADS: ClassVar[str] = "W6"
-    METHODS: ClassVar[str] = "fair-auto,fair-1,fair-2,fair-4"
-    COUNT_ENVS: ClassVar[bool] = True
-    repeats: int = field(default=1, metadata={"help": "cells per method, round-robin"})
-    warmup: float = field(default=0.0, metadata={"help": "seconds stepped before the window"})

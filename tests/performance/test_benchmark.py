@@ -13,11 +13,14 @@ import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from vec_envs import DummyVecEnv
 from vec_envs.cli.args import parse_args
+from vec_envs.timing.steppers import RecvSendStepper
 
 pytestmark = pytest.mark.slow  # times, probes or plots the benchmark
 
@@ -31,7 +34,6 @@ if str(SCRIPTS) not in sys.path:  # the harness imports as ``bench``, as when sc
 benchmark = importlib.import_module("benchmark")
 contenders = importlib.import_module("bench.contenders")
 envs = importlib.import_module("bench.envs")
-harness = importlib.import_module("bench.harness")
 overhead = importlib.import_module("bench.overhead")
 report = importlib.import_module("bench.report")
 suite = importlib.import_module("bench.suite")
@@ -173,7 +175,7 @@ def test_benchmark_without_psutil_says_which_extra_to_install(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPTS / "benchmark.py"), "workloads", "--quick"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert done.stderr == ('benchmark.py workloads needs psutil: pip install -e ".[bench]" (from a checkout) or '
+    assert done.stderr == ('benchmark.py: error: needs psutil: pip install -e ".[bench]" (from a checkout) or '
                            'pip install "vec_envs[bench]"\n')
     assert done.stdout == ""
 
@@ -262,17 +264,14 @@ def test_no_benchmark_replaces_a_private_name():
 
 # ---------------------------------------------------------------- the pieces
 def test_markdown_table_aligns_and_rejects_ragged_rows():
-    assert report.markdown_table(["a", "b"], [["x", "1"]]) == ["| a | b |", "|---|---:|", "| x | 1 |"]
-    assert report.markdown_table(["a", "b"], [], "ll")[1] == "|---|---|"
+    from vec_envs.timing.tables import markdown_table
+
+    assert markdown_table(["a", "b"], [["x", "1"]]) == ["| a | b |", "|---|---:|", "| x | 1 |"]
+    assert markdown_table(["a", "b"], [], "ll")[1] == "|---|---|"
     with pytest.raises(ValueError, match=r"row \['x'\] has 1 cells, the header 2"):
-        report.markdown_table(["a", "b"], [["x"]])
+        markdown_table(["a", "b"], [["x"]])
     with pytest.raises(ValueError, match="align 'l' has 1 columns, the header 2"):
-        report.markdown_table(["a", "b"], [], "l")
-
-
-def test_latency_stats_in_milliseconds():
-    stats = report.LatencyStats.of(np.array([0.001] * 9 + [0.011]))
-    assert (stats.median_ms, round(stats.p90_ms, 6), round(stats.mean_ms, 6)) == (1.0, 2.0, 2.0)
+        markdown_table(["a", "b"], [], "l")
 
 
 def test_summary_takes_medians_and_keeps_failures():
@@ -289,21 +288,22 @@ def test_summary_takes_medians_and_keeps_failures():
 def test_targets_are_marked_met_missed_or_not_measured():
     sums = {("W5", "gym-sync"): report.Summary(rate=100.0), ("W5", "dummy"): report.Summary(rate=90.0),
             ("W5", "subproc"): report.Summary(rate=150.0), ("W5", "subproc-async"): report.Summary(rate=210.0)}
-    rows = {row[1]: row[2:] for row in (c.row() for c in report.checks("W5", sums))}
+    rows = {row[1]: row[2:] for row in report.checks("W5", sums)}
     assert rows["best of ours / gymnasium SyncVectorEnv (SubprocVecEnv() recv/send, batch_size num_envs/2)"] \
         == ["2.10x", ">= 2.0x", "met"]
     assert rows["best recv/send of ours / best lock-step of ours (SubprocVecEnv() recv/send, batch_size "
                 "num_envs/2 / SubprocVecEnv())"] == ["1.40x", ">= 1.1x", "met"]
     assert rows["SubprocVecEnv() / DummyVecEnv"] == ["1.67x", ">= 1.0x", "met"]
-    m3 = {row[1].split(" (")[0]: row[2:] for row in (c.row() for c in report.checks("M3", {
-        ("M3", "ceiling"): report.Summary(rate=100.0), ("M3", "subproc"): report.Summary(rate=50.0)}))}
+    m3 = {row[1].split(" (")[0]: row[2:] for row in report.checks("M3", {
+        ("M3", "ceiling"): report.Summary(rate=100.0), ("M3", "subproc"): report.Summary(rate=50.0)})}
     assert m3["best lock-step of ours / machine ceiling"] == ["0.50x", ">= 0.6x", "**missed**"]
     assert m3["best recv/send of ours / machine ceiling"] == ["n/a", ">= 0.8x", "n/a"]
 
 
 def test_frame_stacker_follows_env_ids():
     frames = np.arange(1, 5, dtype=np.uint8).reshape(4, 1, 1, 1)
-    lockstep, by_ids = contenders.FrameStacker(3, 4), contenders.FrameStacker(3, 4)
+    inner = SimpleNamespace(num_envs=4, steps_per_call=4, action_space=None, note="")  # only its sizes are read
+    lockstep, by_ids = contenders.Stacked(inner, 3), contenders.Stacked(inner, 3)
     expected = lockstep.push(frames, np.zeros(4, bool))
     by_ids.push(frames[[2, 0]], np.zeros(2, bool), np.array([2, 0]))
     by_ids.push(frames[[3, 1]], np.zeros(2, bool), np.array([3, 1]))
@@ -343,15 +343,14 @@ def test_a_failing_ceiling_loop_says_why_at_once():
     marks: list = []
     with pytest.raises(RuntimeError, match=r"the machine ceiling of nope: loop \d: ValueError: make_env\(\): "
                                            r"unknown env 'nope'"):
-        harness.measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"), lambda: marks.append("end"))
+        contenders.measure_ceiling("nope", 1000, 0, 0.0, 0.1, lambda: marks.append("start"),
+                                   lambda: marks.append("end"))
     assert marks == []
 
 
 def test_recv_send_stepper_times_steps_not_resets():
-    from vec_envs import DummyVecEnv
-
     venv = DummyVecEnv([partial(envs.make_env, "busy", i, 10) for i in range(4)], batch_size=2)
-    stepper = contenders.RecvSendStepper(venv)
+    stepper = RecvSendStepper(venv)
     try:
         assert stepper.start(seed=0) is None
         assert stepper.steps_per_call == 2
@@ -408,5 +407,5 @@ def test_overhead_rejects_bad_arguments_in_one_line():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == ("benchmark.py overhead: error: --project-cores must be numbers > 1; received '1,64' "
-                           "(see --help)\n")
+    assert done.stderr == ("benchmark.py overhead: error: --project-cores must be comma-separated numbers > 1; "
+                           "received '1,64' (see --help)\n")
