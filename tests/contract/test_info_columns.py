@@ -1,7 +1,8 @@
-"""Infos of one schema every step (the same keys, each a number of the same type) arrive
-exactly as the env returned them, types included, however they travel; so do the infos
-that leave the schema now and then (another key, another type, an int beyond int64, an
-empty info), the reset infos and the terminal observations that go with episode ends.
+"""Infos of one schema every step (the same keys, each a number of the same type, NumPy's
+scalars included) arrive exactly as the env returned them, types included, however they
+travel; so do the infos that leave the schema now and then (another key, another type, an
+int beyond int64, an empty info), the reset infos and the terminal observations that go
+with episode ends.
 
 Each env's infos, in the order it made them, are compared with DummyVecEnv's, under
 lock-step and under recv/send, so the scheduling of the steps cannot matter.
@@ -36,7 +37,8 @@ class SchemaInfoEnv(gym.Env):
         self.t += 1
         self.total += 1
         n = self.total + self.index
-        info = {"lives": n % 4, "score": n / 3, "flag": bool(n % 2), "x": np.float32(n / 7), "k": np.int32(-n)}
+        info = {"lives": n % 4, "score": n / 3, "flag": bool(n % 2), "x": np.float32(n / 7), "k": np.int32(-n),
+                "ok": np.bool_(n % 3 == 0)}
         if n % 5 == 0:
             info["bonus"] = 1  # another key
         if n % 7 == 0:

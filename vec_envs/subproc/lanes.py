@@ -36,9 +36,9 @@ Example:
     >>> parent.scan(status, ready, talking), ready, talking
     (2, [0, 2], [2])
     >>> parent.learn(0, worker.propose({"lives": 3})); _ = parent.request(slice(None)); _ = worker.take_runs()
-    >>> said = {}
-    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(np.arange(3), np.zeros(3, np.int64), said), said
-    (True, None, {1: ({'lives': 2}, None)})
+    >>> infos, ids = [{}, {}, {}], np.arange(3)
+    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(ids, ids * 0, ids < 0, infos, {}), infos
+    (True, None, [{}, {'lives': 2}, {}])
 """
 from __future__ import annotations
 
@@ -136,8 +136,9 @@ class ParentLanes:
     def __init__(self, block: np.ndarray, n: int, workers: int,
                  wake: Callable[[list[int]], None] | None = None) -> None:
         self.requested, self.answered, self.rows, columns = _layout(block, n, workers)
-        self.wake = wake
+        self.wake, self._block, self._workers = wake, block, workers
         self._info_seqs = columns[:, 0]
+        self.objects: dict[int, dict[str, Any]] = {}  # env -> the info the parent's own slice answered with
         self._ints, self._floats = _columns(columns)
         self.schemas: dict[int, list[tuple[str, Any, bool]]] = {}  # worker -> (key, type, is float) per value
         self.expected = self.requested.copy()  # the number each env's answer will carry
@@ -193,31 +194,49 @@ class ParentLanes:
         self.schemas[w] = [(key, None if kind in (int, float) else kind, kind in _FLOATS) for key, kind in schema]
         self.rows[w, W_SCHEMA] = 1
 
-    def column_infos(self, env_ids: np.ndarray, worker_of: np.ndarray, said: dict[int, Any]) -> None:
-        """``said[i] = (info, None)`` for each env of ``env_ids`` whose answer's info is in the columns."""
-        for i in env_ids[self._info_seqs[env_ids] == self.expected[env_ids]].tolist():
-            info = {}
-            for j, (key, kind, is_float) in enumerate(self.schemas[int(worker_of[i])], i * INFO_WORDS + 1):
-                value = self._floats[j] if is_float else self._ints[j]
-                info[key] = value if kind is None else kind(value)
-            said[i] = (info, None)
+    def local(self, w: int, first: int, stop: int) -> WorkerLanes:
+        """The lanes of worker ``w`` run by the parent itself (its own slice): its infos, whatever
+        they hold, are handed over as they are (``objects``) with the columns' request number."""
+        return WorkerLanes(self._block, len(self.requested), self._workers, w, first, stop, objects=self.objects)
+
+    def column_infos(self, env_ids: np.ndarray, worker_of: np.ndarray, dones: np.ndarray, infos: list[Any],
+                     said: dict[int, Any]) -> None:
+        """The infos of the envs ``env_ids`` (``dones`` theirs) that answered in the columns: at their
+        places in ``infos``, or ``said[i] = (info, None)`` for an env whose episode ended."""
+        hits = np.flatnonzero(self._info_seqs[env_ids] == self.expected[env_ids])
+        objects = self.objects
+        for j, i, ended in zip(hits.tolist(), env_ids[hits].tolist(), dones[hits].tolist()):
+            info = objects.pop(i, None)
+            if info is None:
+                info = {}
+                for at, (key, kind, is_float) in enumerate(self.schemas[int(worker_of[i])], i * INFO_WORDS + 1):
+                    value = self._floats[at] if is_float else self._ints[at]
+                    info[key] = value if kind is None else kind(value)
+            if ended:
+                said[i] = (info, None)
+            else:
+                infos[j] = info
 
     def restart(self, w: int, first: int, stop: int) -> None:
         """A new worker ``w`` takes over envs ``first:stop``: they count as answered."""
         self.rows[w] = 0
         self.schemas.pop(w, None)
         self._info_seqs[first:stop] = -1  # what the old worker wrote answers no request
+        for i in range(first, stop):
+            self.objects.pop(i, None)
         self.requested[first:stop] = self.expected[first:stop]
         self.answered[first:stop] = self.expected[first:stop] << 1
 
 
 class WorkerLanes:
     """Worker ``w``'s side for envs ``first:stop`` (``k`` counts from ``first``); ``wake_fd``:
-    the write end of the parent's wake fd (None: the parent naps instead)."""
+    the write end of the parent's wake fd (None: the parent naps instead); ``objects``: the
+    parent's dict its own slice hands its infos over in (``ParentLanes.local``)."""
 
     def __init__(self, block: np.ndarray, n: int, workers: int, w: int, first: int, stop: int,
-                 wake_fd: int | None = None) -> None:
+                 wake_fd: int | None = None, objects: dict[int, dict[str, Any]] | None = None) -> None:
         requested, answered, rows, columns = _layout(block, n, workers)
+        self._objects, self._first = objects, first
         self.requested, self.answered = requested[first:stop], answered[first:stop]
         self._ints, self._floats = _columns(columns[first:stop])
         self.schema: Schema | None = None  # of the infos this worker may write in its columns
@@ -304,15 +323,21 @@ class WorkerLanes:
     def answer_in_columns(self, k: int, info: dict[str, Any]) -> bool:
         """Answer env ``k`` with its ``info`` in its columns, if the parent knows its schema and
         it fits; whether it did (if not, the info goes as a message)."""
+        if self._objects is not None:  # the parent's own slice: the info itself
+            self._objects[self._first + k] = info
+            self._ints[k * INFO_WORDS] = self._values[k] >> 1
+            self.answer(k, False)
+            return True
         if not self._row[W_SCHEMA] or tuple(info) != self._keys or tuple(map(type, info.values())) != self._types:
             return False
-        base = k * INFO_WORDS
+        base = j = k * INFO_WORDS
         try:
-            for j, value, is_float in zip(range(base + 1, base + INFO_WORDS), info.values(), self._is_float):
+            for value, is_float in zip(info.values(), self._is_float):
+                j += 1
                 if is_float:
                     self._floats[j] = value
                 else:
-                    self._ints[j] = value
+                    self._ints[j] = value if type(value) is not np.bool_ else int(value)
         except (OverflowError, ValueError):  # an int beyond int64
             return False
         self._ints[base] = self._values[k] >> 1  # after the values, before the answer

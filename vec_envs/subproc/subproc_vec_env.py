@@ -190,8 +190,8 @@ class SubprocVecEnv(WorkerVecEnv):
             self._lanes.restart(w, worker.first_index, worker.stop)  # a new worker starts from the numbers as they are
         if isinstance(worker, LocalWorker):
             if self._lanes is not None and block is not None and shared.actions is not None:
-                worker.lanes = (lanes.WorkerLanes(block, self.num_envs, len(self.workers), w, worker.first_index,
-                                                  worker.stop), shared.actions[worker.first_index:worker.stop])
+                worker.lanes = (self._lanes.local(w, worker.first_index, worker.stop),
+                                shared.actions[worker.first_index:worker.stop])
             return
         bell = self._doorbell
         attach = Attach(shared.space, shared.action_space, shared.n, worker.first_index, shared.size, w, shared.fd,

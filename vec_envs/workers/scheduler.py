@@ -82,34 +82,33 @@ class Scheduler:
     def take(self, env_ids: np.ndarray | None) -> list[Info]:
         """The infos of the answered ``env_ids`` (None: every env); stores the reset infos of those reset."""
         dones = self.buffers.dones if env_ids is None else self.buffers.dones[env_ids]
-        if self.columns is not None and self.columns.schemas:  # infos in the info columns: said too
+        infos = (ended_infos(self.buffers, dones, env_ids, self.reset_infos, self.deferred) if self.terminal
+                 else [{} for _ in range(len(dones))])  # (the ended envs' infos from the terminal rows)
+        if self.columns is not None and (self.columns.schemas or self.columns.objects):  # infos in the columns
             asked = np.arange(len(dones)) if env_ids is None else env_ids
-            self.columns.column_infos(asked, self.worker_of, self.said)
-        if self.terminal:  # the ended envs' infos from the terminal rows
-            infos = ended_infos(self.buffers, dones, env_ids, self.reset_infos, self.deferred)
-        else:
-            infos = [{} for _ in range(len(dones))]
+            self.columns.column_infos(asked, self.worker_of, dones, infos, self.said)
         if env_ids is None and self.owed:  # a lock-step step after recv/send: their row is this one
             self.flagged.update(self.owed)
             self.owed.clear()
         if self.said or self.flagged or self.resets_out:
-            resetting = self.states.resetting
+            said, flagged, resetting, ending = self.said, self.flagged, self.states.resetting, dones.tolist()
             ids = range(len(dones)) if env_ids is None else env_ids.tolist()
             for j, i in enumerate(ids):  # what the env said (and its reset's info) over its rows' info
-                info, reset_info = self.said.pop(i, ({}, None))
-                error = self.flagged.pop(i, None)
+                got = said.pop(i, None)
+                error = flagged.pop(i, None)
                 if error is not None:  # its worker was replaced
                     self.buffers.rewards[i], self.buffers.dones[i] = 0.0, True
                     infos[j] = {"env_restarted": True, "error": error}
-                elif resetting[i]:
-                    self.reset_infos[i] = info
-                    infos[j] = dict(info)
-                elif dones[j]:
+                elif self.resets_out and resetting[i]:
+                    self.reset_infos[i] = {} if got is None else got[0]
+                    infos[j] = dict(self.reset_infos[i])
+                elif ending[j]:
+                    info, reset_info = got or ({}, None)
                     if not self.deferred:
                         self.reset_infos[i] = reset_info or {}
                     infos[j] = {**info, **infos[j]} if infos[j] else info
-                else:
-                    infos[j] = info
+                elif got is not None:
+                    infos[j] = got[0]
             resetting[slice(None) if env_ids is None else env_ids] = False
             self.resets_out = bool(resetting.any())
         return infos
