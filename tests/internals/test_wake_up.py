@@ -1,5 +1,6 @@
 """Waking: the parent sleeping on its workers' answers is woken by them, and a sleeping
-worker by its own bell when it is asked for envs, never by naps (``subproc/doorbell.py``)."""
+worker by its own bell when it is asked for envs (by the shared rings when every env is),
+never by naps (``subproc/doorbell.py``)."""
 from __future__ import annotations
 
 import functools
@@ -8,6 +9,7 @@ import os
 import select
 import time
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +21,7 @@ from tests.helpers import fns_with
 from vec_envs import SubprocVecEnv
 from vec_envs.subproc import doorbell
 from vec_envs.subproc.doorbell import Doorbell, Spin, readable
-from vec_envs.subproc.lanes import ParentLanes, WorkerLanes, words
+from vec_envs.subproc.lanes import P_RINGS, ParentLanes, WorkerLanes, int_words, words
 
 STEP_S = 0.03  # long enough that the parent goes to sleep on every wait
 NEVER_S = 60.0  # the fallback nap, made so long that a lost wake-up would show
@@ -124,24 +126,40 @@ def _all_asleep(venv: SubprocVecEnv) -> bool:
     return all(venv._lanes.sleeping(w) for w in range(len(venv.workers)))
 
 
-def _woken(venv: SubprocVecEnv) -> list[list[int]]:
-    """The workers each request of the lanes wakes, recorded."""
-    woken: list[list[int]] = []
-    ring = venv._lanes.wake
+def _woken(venv: SubprocVecEnv) -> list[Any]:
+    """The workers each request of the lanes wakes by their bells ("all": by the shared rings), recorded."""
+    woken: list[Any] = []
+    ring, ring_all = venv._lanes.wake, venv._lanes.wake_all
     venv._lanes.wake = lambda workers: (woken.append(list(workers)), ring(workers))  # type: ignore[assignment]
+    venv._lanes.wake_all = lambda row: (woken.append("all"), ring_all(row))  # type: ignore[assignment,misc]
     return woken
 
 
 @pytest.mark.timeout(30)
-def test_lock_step_rings_the_bell_of_every_sleeping_worker(no_fallback, closing):
+def test_lock_step_wakes_every_sleeping_worker_with_one_ring(no_fallback, closing):
     venv = _venv(closing)
     venv.reset()
     woken = _woken(venv)
     for _ in range(5):
         assert _all_asleep(venv)
         venv.step(np.zeros(6, np.int64))
-    assert woken == [[0, 1, 2]] * 5
-    assert no_fallback == []
+    assert woken == ["all"] * 5
+    assert no_fallback == []  # each of the three workers woke at its ring, none by the parent's fallback
+
+
+def test_a_ring_is_quiet_before_anyone_polls_it_anew():
+    """Ring r writes ring r % RINGS; a worker that saw r rings sleeps on ring (r + 1) % RINGS,
+    which ring r emptied: quiet until ring r + 1 (and a ring rung twice before is quiet too)."""
+    bell = Doorbell(2)
+    row = int_words(np.zeros(8, np.int64))
+    try:
+        for r in range(1, 3 * doorbell.RINGS):
+            bell.ring_all(row)
+            assert row[P_RINGS] == r
+            assert readable(bell.rings[r % doorbell.RINGS]), r
+            assert not readable(bell.rings[(r + 1) % doorbell.RINGS]), r
+    finally:
+        bell.close()
 
 
 @pytest.mark.timeout(30)

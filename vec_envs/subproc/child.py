@@ -51,14 +51,14 @@ class Attach(NamedTuple):
     fd: int  # the region; sent by ``send_handle`` after the request, as the others are
     workers: int = 0  # worker rows of the control block; 0: no control block
     wake_fd: int | None = None  # the parent's wake fd (``doorbell.Doorbell``); None: none
-    bell: int | None = None  # the worker's bell; None: none (a WAKE through the pipe wakes it)
+    bells: tuple[int, ...] = ()  # the worker's own bell, then the shared rings (``doorbell.Doorbell``); (): none
 
 
 def send_attach(conn: Connection, seq: int, attach: Attach, pid: int) -> None:
     """Send ATTACH through the pipe, then its file descriptors to process ``pid``."""
     conn.send(Request(Command.ATTACH, seq, attach._replace(fd=-1, wake_fd=None if attach.wake_fd is None else -1,
-                                                           bell=None if attach.bell is None else -1)))
-    for fd in (attach.fd, attach.wake_fd, attach.bell):
+                                                           bells=(-1,) * len(attach.bells))))
+    for fd in (attach.fd, attach.wake_fd, *attach.bells):
         if fd is not None:
             send_handle(conn, fd, pid)
 
@@ -67,7 +67,7 @@ def receive_attach(conn: Connection, attach: Attach) -> Attach:
     """ATTACH completed with the file descriptors that follow it."""
     fd = recv_handle(conn)
     wake_fd = None if attach.wake_fd is None else recv_handle(conn)
-    return attach._replace(fd=fd, wake_fd=wake_fd, bell=None if attach.bell is None else recv_handle(conn))
+    return attach._replace(fd=fd, wake_fd=wake_fd, bells=tuple(recv_handle(conn) for _ in attach.bells))
 
 
 def serve_lanes(envs: EnvSlice, lanes: WorkerLanes, actions: np.ndarray, say: Callable[[Answers], None],
@@ -176,7 +176,7 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
     allow_children()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=functools.partial(_close, conn.fileno()))  # not in an env's forks
-    here = SimpleNamespace(conn=conn, envs=None, failure=None, lanes=None, actions=None, bell=None, region=None,
+    here = SimpleNamespace(conn=conn, envs=None, failure=None, lanes=None, actions=None, bells=(), region=None,
                            shared=False)
     try:
         here.envs = EnvSlice(env_fns.x, first_index, deferred, pending)
@@ -199,9 +199,9 @@ def _serve(here: SimpleNamespace, spin: Spin, parent: int) -> None:
     pollers: dict[str, Any] = {}
     say = functools.partial(_say, here.conn, method="step")
     while True:
-        if pollers.get("bell", -2) != here.bell:  # attached (or not yet): the polls anew
-            pollers = {"bell": here.bell}
-        event = worker_wait(here.conn, here.lanes, spin, here.bell, parent, pollers)
+        if pollers.get("bells") != here.bells:  # attached (or not yet): the polls anew
+            pollers = {"bells": here.bells}
+        event = worker_wait(here.conn, here.lanes, spin, here.bells, parent, pollers)
         if event == PARENT_GONE:
             return
         if event == LANES and here.envs is not None:
@@ -254,7 +254,7 @@ def _attach(envs: EnvSlice, attach: Attach, here: SimpleNamespace) -> None:
     if block is not None and actions is not None:
         here.actions = actions[attach.start:stop]
         here.lanes = WorkerLanes(block, attach.n, attach.workers, attach.worker, attach.start, stop, attach.wake_fd)
-        here.bell = attach.bell
+        here.bells = attach.bells
 
 
 def allow_children() -> None:

@@ -8,10 +8,14 @@ the parent made (``Doorbell``, handed to the workers with the shared memory):
   workers' sentinels (a dying worker wakes it); the worker whose answer makes the total writes the
   wake fd once per sleep (``WorkerLanes.answer``). After an answerless sleep (``FALLBACK_S`` at
   most) it wakes the sleeping workers that owe answers through their pipes.
-- a worker (``worker_wait``) marks its row asleep, fences, looks at its lanes once more, and sleeps
-  on its pipe and its bell (an eventfd), which the parent rings after asking for its envs and fencing
-  (``Doorbell.ring``; without eventfds, a WAKE through the pipe): the look sees the request, or the
-  parent the sleeper. A bell stays rung until read.
+- a worker (``worker_wait``) marks its row asleep, fences, reads how often the shared rings were
+  rung (``g``), looks at its lanes once more, and sleeps on its pipe, its bell and ring
+  ``(g + 1) % RINGS`` (eventfds). Asking for some envs, the parent fences and rings the bells of
+  their sleeping workers (``Doorbell.ring``: a write each; a bell stays rung until its worker reads
+  it); asking for every env (a lock-step step), it rings the rings (``Doorbell.ring_all``: ring
+  ``r`` empties ring ``(r + 1) % RINGS``, counts ``r`` in its row, writes ring ``r % RINGS``: one
+  write wakes every sleeper, and a ring is quiet again before anyone polls it anew). The look sees
+  the request, or the parent the sleeper. Without eventfds, a WAKE through the pipe.
 """
 from __future__ import annotations
 
@@ -23,15 +27,16 @@ from multiprocessing.connection import Connection
 from types import SimpleNamespace
 from typing import Any
 
-from vec_envs.subproc.lanes import ONE, P_SLEEPING, P_TARGET, WorkerLanes, full_fence
+from vec_envs.subproc.lanes import ONE, P_RINGS, P_SLEEPING, P_TARGET, WorkerLanes, full_fence
 
-__all__ = ["FALLBACK_S", "PARENT_CHECK_S", "WAIT_TIMES", "Doorbell", "Spin", "spin_until", "worker_wait"]
+__all__ = ["FALLBACK_S", "PARENT_CHECK_S", "RINGS", "WAIT_TIMES", "Doorbell", "Spin", "spin_until", "worker_wait"]
 
 FALLBACK_S = 0.005  # the longest a parent sleeps between looks
 PARENT_CHECK_S = 1.0  # how often a sleeping worker checks that its parent still lives
 SPIN_MIN_S, SPIN_MAX_S = 200e-6, 2e-3
 _SMOOTHING, _THRIFTY_HITS = 0.125, 0.8
 PIPE, LANES, PARENT_GONE = 1, 2, 3  # what woke a worker (never 0)
+RINGS = 4  # the shared rings, rung in turn
 yield_cpu = getattr(os, "sched_yield", lambda: None)  # every spin turn: let another runnable process run
 #: this process's CPU seconds spinning and sleeping (waking included), counted while ``enabled`` (by a benchmark)
 WAIT_TIMES = SimpleNamespace(enabled=False, spun=0.0, slept=0.0)
@@ -74,24 +79,30 @@ def _drain(fd: int) -> None:
         pass
 
 
-def readable(fd: int) -> bool:
+def _poller(*fds: int) -> Any:
     poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return poller
+
+
+def readable(fd: int) -> bool:
+    return bool(_poller(fd).poll(0))
 
 
 class Doorbell:
-    """The parent's wake fd and a bell per worker, made by the parent (see the module)."""
+    """The parent's wake fd, a bell per worker and the shared rings, made by the parent (see the module)."""
 
     def __init__(self, workers: int) -> None:
         if hasattr(os, "eventfd"):  # the parent sleeps on wake_fd, workers write wake_write
             self.wake_fd = self.wake_write = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
             self.bells = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(workers))
+            self.rings = tuple(os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(RINGS))
         else:
             self.wake_fd, self.wake_write = os.pipe()
             os.set_blocking(self.wake_fd, False)
             os.set_blocking(self.wake_write, False)
-            self.bells = ()
+            self.bells = self.rings = ()
         self._poller: Any = None
         self._watched: tuple[int, ...] = ()
         self.sleeps = self.wakes = self.naps = 0
@@ -103,6 +114,16 @@ class Doorbell:
                 os.write(self.bells[w], ONE)
             except BlockingIOError:
                 pass  # rung already
+
+    def ring_all(self, parent_row: Any) -> None:
+        """Wake every sleeping worker with one write: the next of the shared rings (see the module)."""
+        rings = parent_row[P_RINGS] + 1
+        try:
+            os.read(self.rings[(rings + 1) % RINGS], 8)  # quiet for the ring after this one, before anyone polls it
+        except BlockingIOError:
+            pass
+        parent_row[P_RINGS] = rings  # after the requests: who reads it sees them
+        os.write(self.rings[rings % RINGS], ONE)
 
     def wait(self, done: Callable[[], Any], total: int, counts: Any, parent_row: Any, spin: Spin,
              sentinels: tuple[int, ...], wake_owing: Callable[[], None], deadline: float | None) -> list[int]:
@@ -164,23 +185,23 @@ class Doorbell:
 
     def close(self) -> None:
         """Close the descriptors; idempotent."""
-        for fd in {self.wake_fd, self.wake_write, *self.bells} - {-1}:
+        for fd in {self.wake_fd, self.wake_write, *self.bells, *self.rings} - {-1}:
             os.close(fd)
         self.wake_fd = self.wake_write = -1
-        self.bells, self._poller = (), None
+        self.bells, self.rings, self._poller = (), (), None
 
 
-def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: int | None, parent: int,
+def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bells: tuple[int, ...], parent: int,
                 pollers: dict[str, Any]) -> int:
-    """A worker's wait for work (spin, then sleep on its pipe and bell): ``LANES`` (new requests in its
-    lanes), ``PIPE`` (one in the pipe) or ``PARENT_GONE`` (process ``parent`` ended). ``pollers``: a cache."""
+    """A worker's wait for work (spin, then sleep on its pipe, its bell and the next ring of ``bells``):
+    ``LANES`` (new requests in its lanes), ``PIPE`` (one in the pipe) or ``PARENT_GONE`` (process
+    ``parent`` ended). ``pollers``: a cache."""
     if "pipe" not in pollers:
-        pollers["pipe"], pollers["both"] = select.poll(), select.poll()
-        for name, fd in (("pipe", conn.fileno()), ("both", conn.fileno()), ("both", bell)):
-            if fd is not None:
-                pollers[name].register(fd, select.POLLIN)
+        pipe_fd = conn.fileno()
+        pollers["pipe"] = _poller(pipe_fd)
+        pollers["sleep"] = [_poller(pipe_fd, *bells[:1], ring) for ring in bells[1:]] or [_poller(pipe_fd, *bells)]
     if not spin.enabled and not WAIT_TIMES.enabled:  # nothing to spin, learn or count: sleep (after a last look)
-        return _sleep_until_work(conn, lanes, parent, pollers["both"])
+        return _sleep_until_work(conn, lanes, parent, pollers["sleep"], bells)
     pipe = pollers["pipe"]
 
     def event() -> int:  # one look at everything: each spin turn costs this
@@ -191,7 +212,7 @@ def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: i
     found = spin_until(event, spin.budget)
     slept = time.thread_time() if timed else 0.0
     if not found:
-        found = _sleep_until_work(conn, lanes, parent, pollers["both"])
+        found = _sleep_until_work(conn, lanes, parent, pollers["sleep"], bells)
     spin.record(time.perf_counter() - start)
     if timed:
         WAIT_TIMES.spun += slept - cpu
@@ -199,24 +220,27 @@ def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bell: i
     return found
 
 
-def _sleep_until_work(conn: Connection, lanes: WorkerLanes | None, parent: int, poller: Any) -> int:
+def _sleep_until_work(conn: Connection, lanes: WorkerLanes | None, parent: int, sleepers: list[Any],
+                      bells: tuple[int, ...]) -> int:
     if lanes is not None:
         lanes.set_sleeping(True)  # (it fences: the look below sees a request, or the parent sees the sleeper)
     pipe = conn.fileno()
     try:
-        while not (lanes is not None and lanes.has_requests()):
-            events = poller.poll(int(PARENT_CHECK_S * 1000))
+        while True:
+            ring = lanes.rings() if lanes is not None else -1  # before the look: a later ring wakes this sleep
+            if lanes is not None and lanes.has_requests():
+                return LANES
+            events = sleepers[(ring + 1) % len(sleepers)].poll(int(PARENT_CHECK_S * 1000))
             woken = LANES
             for fd, _ in events:
                 if fd == pipe:
                     woken = PIPE
-                else:
-                    _drain(fd)  # the bell: quiet until the next write
+                elif fd == bells[0]:
+                    _drain(fd)  # its own bell: quiet until the next write (a ring: quiet after the next rings)
             if events:
                 return woken
             if os.getppid() != parent:
                 return PARENT_GONE
-        return LANES
     finally:
         if lanes is not None:
             lanes.set_sleeping(False)

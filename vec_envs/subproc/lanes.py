@@ -7,7 +7,8 @@ The parent runs ``ParentLanes``; each worker, and the parent for its own slice, 
   ``answered[i] = number << 1 | has_message``, its last answer;
 - a row per worker (``W_SLEEPING``: asleep on its bell; ``W_ANSWERS``: its answer count;
   ``W_SCHEMA``: 1 once the parent knows its info schema), then the parent's row
-  (``P_SLEEPING``: its sleep's number, 0 awake; ``P_TARGET``: the answer total that ends it),
+  (``P_SLEEPING``: its sleep's number, 0 awake; ``P_TARGET``: the answer total that ends it;
+  ``P_RINGS``: how often it rang the shared rings),
   each ``ROW_WORDS`` words on its own cache line;
 - ``INFO_WORDS`` info columns per env: the number of the request answered, then the values.
 
@@ -60,7 +61,7 @@ _kernel = kernels.load("lanes")
 ROW_WORDS = 8  # int64 per row: one cache line
 W_SLEEPING, W_ANSWERS, W_SCHEMA = 0, 1, 2  # a worker's row
 INFO_WORDS = 8  # an env's info columns: the request answered, then up to 7 values
-P_SLEEPING, P_TARGET = 0, 1  # the parent's row
+P_SLEEPING, P_TARGET, P_RINGS = 0, 1, 2  # the parent's row
 ONE = (1).to_bytes(8, "little")  # what an eventfd write takes (a pipe takes it as well)
 
 
@@ -131,12 +132,13 @@ full_fence: Callable[[], None] = _lock_fence if _kernel is None else _kernel.fen
 
 
 class ParentLanes:
-    """The parent's side; ``wake(workers)`` wakes sleeping workers (bells, or pipe messages)."""
+    """The parent's side; ``wake(workers)`` wakes sleeping workers (bells, or pipe messages),
+    ``wake_all(parent_row)`` every sleeping worker at once (the shared rings; None: ``wake``)."""
 
-    def __init__(self, block: np.ndarray, n: int, workers: int,
-                 wake: Callable[[list[int]], None] | None = None) -> None:
+    def __init__(self, block: np.ndarray, n: int, workers: int, wake: Callable[[list[int]], None] | None = None,
+                 wake_all: Callable[[Any], None] | None = None) -> None:
         self.requested, self.answered, self.rows, columns = _layout(block, n, workers)
-        self.wake, self._block, self._workers = wake, block, workers
+        self.wake, self.wake_all, self._block, self._workers = wake, wake_all, block, workers
         self._info_seqs = columns[:, 0]
         self.objects: dict[int, dict[str, Any]] = {}  # env -> the info the parent's own slice answered with
         self._ints, self._floats = _columns(columns)
@@ -157,9 +159,12 @@ class ParentLanes:
         self.requested[env_ids] = numbers
         full_fence()  # before the look at who sleeps: a worker going to sleep sees the request, or is seen
         sleeping = self._sleeping if owners is None else self._sleeping[owners]
-        if np.count_nonzero(sleeping) and self.wake is not None:
-            asleep = np.flatnonzero(sleeping) if owners is None else np.unique(owners[sleeping != 0])
-            self.wake(asleep.tolist())
+        if not np.count_nonzero(sleeping):
+            return seq
+        if owners is None and self.wake_all is not None:
+            self.wake_all(self.parent_row)
+        elif self.wake is not None:
+            self.wake((np.flatnonzero(sleeping) if owners is None else np.unique(owners[sleeping != 0])).tolist())
         return seq
 
     def reserve(self, env_ids: np.ndarray | slice) -> int:
@@ -346,6 +351,10 @@ class WorkerLanes:
         else:
             self.answer(k, False)
         return True
+
+    def rings(self) -> int:
+        """How often the parent rang the shared rings (``doorbell.Doorbell.ring_all``)."""
+        return self._parent[P_RINGS]
 
     def set_sleeping(self, asleep: bool) -> None:
         """Say whether this worker sleeps; going to sleep, fence before the last look."""

@@ -163,8 +163,10 @@ class SubprocVecEnv(WorkerVecEnv):
         if self._shared.control is not None and self._shared.actions is not None:
             self._doorbell = Doorbell(len(self.workers))
             self._resources.insert(0, self._doorbell)
+            bells = self._doorbell.bells
             self._lanes = lanes.ParentLanes(self._shared.control, self.num_envs, len(self.workers),
-                                            self._doorbell.ring if self._doorbell.bells else self._wake_by_pipe)
+                                            self._doorbell.ring if bells else self._wake_by_pipe,
+                                            self._doorbell.ring_all if bells else None)
         return self._shared.buffers
 
     def _make_scheduler(self) -> Scheduler:
@@ -197,5 +199,5 @@ class SubprocVecEnv(WorkerVecEnv):
         attach = Attach(shared.space, shared.action_space, shared.n, worker.first_index, shared.size, w, shared.fd,
                         len(self.workers) if self._lanes is not None else 0,
                         None if bell is None or bell.wake_write < 0 else bell.wake_write,
-                        bell.bells[w] if bell is not None and bell.bells else None)
+                        (bell.bells[w], *bell.rings) if bell is not None and bell.bells else ())
         self._round_trips({w: (Command.ATTACH, attach)}, "__init__", self.timeout)
