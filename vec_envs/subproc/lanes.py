@@ -18,7 +18,8 @@ of consecutive envs, oldest first (``take_runs``), step each run, and answer eac
 done; with the message bit set, a message follows through the pipe (``child.py``). Parent:
 env i answered when ``answered[i] >> 1`` is the number it waits for (``scan``). An info of
 fixed schema (numbers under the same keys, as ALE's ``{"lives": 3}``) goes in the info
-columns once the parent has learnt the schema (``propose``, ``answer_in_columns``, ``column_infos``).
+columns once the parent has learnt the schema (``propose``, ``answer_in_columns``, ``column_infos``);
+the parent's own slice hands any info over as it is (``ParentLanes.local``).
 
 Ordering: x86-64 keeps stores in order as seen from other cores, so a request means its
 action is there, and an answer means its rows are. Where a side stores, then loads what the
@@ -328,23 +329,21 @@ class WorkerLanes:
     def answer_in_columns(self, k: int, info: dict[str, Any]) -> bool:
         """Answer env ``k`` with its ``info`` in its columns, if the parent knows its schema and
         it fits; whether it did (if not, the info goes as a message)."""
+        base = j = k * INFO_WORDS
         if self._objects is not None:  # the parent's own slice: the info itself
             self._objects[self._first + k] = info
-            self._ints[k * INFO_WORDS] = self._values[k] >> 1
-            self.answer(k, False)
-            return True
-        if not self._row[W_SCHEMA] or tuple(info) != self._keys or tuple(map(type, info.values())) != self._types:
+        elif not self._row[W_SCHEMA] or tuple(info) != self._keys or tuple(map(type, info.values())) != self._types:
             return False
-        base = j = k * INFO_WORDS
-        try:
-            for value, is_float in zip(info.values(), self._is_float):
-                j += 1
-                if is_float:
-                    self._floats[j] = value
-                else:
-                    self._ints[j] = value if type(value) is not np.bool_ else int(value)
-        except (OverflowError, ValueError):  # an int beyond int64
-            return False
+        else:
+            try:
+                for value, is_float in zip(info.values(), self._is_float):
+                    j += 1
+                    if is_float:
+                        self._floats[j] = value
+                    else:
+                        self._ints[j] = value if type(value) is not np.bool_ else int(value)
+            except (OverflowError, ValueError):  # an int beyond int64
+                return False
         self._ints[base] = self._values[k] >> 1  # after the values, before the answer
         if self._capsule is not None:
             _kernel.answer(self._capsule, k, False)  # type: ignore[union-attr]
