@@ -39,7 +39,7 @@ Example:
     (2, [0, 2], [2])
     >>> parent.learn(0, worker.propose({"lives": 3})); _ = parent.request(slice(None)); _ = worker.take_runs()
     >>> infos, ids = [{}, {}, {}], np.arange(3)
-    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(ids, ids * 0, ids < 0, infos, {}), infos
+    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(None, ids * 0, ids < 0, infos, {}), infos
     (True, None, [{}, {'lives': 2}, {}])
 """
 from __future__ import annotations
@@ -205,17 +205,21 @@ class ParentLanes:
         they hold, are handed over as they are (``objects``) with the columns' request number."""
         return WorkerLanes(self._block, len(self.requested), self._workers, w, first, stop, objects=self.objects)
 
-    def column_infos(self, env_ids: np.ndarray, worker_of: np.ndarray, dones: np.ndarray, infos: list[Any],
+    def column_infos(self, env_ids: np.ndarray | None, worker_of: np.ndarray, dones: np.ndarray, infos: list[Any],
                      said: dict[int, Any]) -> None:
-        """The infos of the envs ``env_ids`` (``dones`` theirs) that answered in the columns: at their
-        places in ``infos``, or ``said[i] = (info, None)`` for an env whose episode ended."""
-        hits = np.flatnonzero(self._info_seqs[env_ids] == self.expected[env_ids])
-        objects = self.objects
-        for j, i, ended in zip(hits.tolist(), env_ids[hits].tolist(), dones[hits].tolist()):
+        """The infos of the envs ``env_ids`` (None: all; ``dones`` theirs) that answered in the columns:
+        at their places in ``infos``, or ``said[i] = (info, None)`` for an env whose episode ended."""
+        if env_ids is None:
+            ids = hits = np.flatnonzero(self._info_seqs == self.expected)
+        else:
+            hits = np.flatnonzero(self._info_seqs[env_ids] == self.expected[env_ids])
+            ids = env_ids[hits]
+        objects, schemas = self.objects, self.schemas
+        for j, i, w, ended in zip(hits.tolist(), ids.tolist(), worker_of[ids].tolist(), dones[hits].tolist()):
             info = objects.pop(i, None)
             if info is None:
                 info = {}
-                for at, (key, kind, is_float) in enumerate(self.schemas[int(worker_of[i])], i * INFO_WORDS + 1):
+                for at, (key, kind, is_float) in enumerate(schemas[w], i * INFO_WORDS + 1):
                     value = self._floats[at] if is_float else self._ints[at]
                     info[key] = value if kind is None else kind(value)
             if ended:
