@@ -28,6 +28,8 @@ def steps_per_env(venv) -> np.ndarray:
         env_ids = venv.recv()[4]
         counts[env_ids] += 1
         venv.send(np.zeros(len(env_ids), np.int64), env_ids)
+    for _ in range(N // BATCH):  # every env back: a second window starts with a reset
+        venv.recv()
     return counts
 
 
