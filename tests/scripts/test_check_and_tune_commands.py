@@ -15,6 +15,8 @@ import pytest
 from tests.helpers import children
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # runs the console commands, each in a process of its own
+
 CHECK, TUNE = REPO / "scripts" / "check_env.py", REPO / "scripts" / "tune.py"
 
 
