@@ -8,7 +8,7 @@ import functools
 import numpy as np
 import pytest
 
-from tests.backends import dummy, needs_ray, ray, subproc
+from tests.backends import dummy, ray, ray_marks, subproc
 from tests.envs import SeededEnv
 
 N = 4
@@ -18,7 +18,7 @@ BACKENDS = [
     pytest.param(functools.partial(subproc, in_series=1), id="subproc-shm-series1"),
     pytest.param(functools.partial(subproc, in_series=2, step_in_parent=True), id="subproc-shm-parent-slice"),
     pytest.param(functools.partial(subproc, in_series=2, shared_memory=False), id="subproc-pipes"),
-    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=needs_ray),
+    pytest.param(functools.partial(ray, in_series=2), id="ray-series2", marks=ray_marks),
 ]
 
 

@@ -98,7 +98,7 @@ def test_a_healthy_env_gives_nothing_and_every_check_runs():
     assert report.text().startswith("check_env(tests.checking.bad_envs:CountingEnv): 2 envs, 30 steps each, seed 0:")
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "ALE/Pong-v5"])
+@pytest.mark.parametrize("env_id", ["CartPole-v1", pytest.param("ALE/Pong-v5", marks=pytest.mark.slow)])  # (emulators)
 def test_nothing_is_found_on_cartpole_and_pong(env_id):
     pytest.importorskip("ale_py")
     report = check_env(functools.partial(make_env, env_id), steps=STEPS)

@@ -45,8 +45,12 @@ def make_ray(env_fns):
     return RayVecEnv(env_fns, in_series=1)
 
 
-@pytest.mark.parametrize("make", [make_ray, lambda env_fns: SubprocVecEnv(env_fns, in_series=1)],
-                         ids=["ray", "subproc"])
+#: Ray's variant is slow (it starts actors), as every Ray variant is (tests/backends.py)
+MAKERS = [pytest.param(make_ray, id="ray", marks=pytest.mark.slow),
+          pytest.param(lambda env_fns: SubprocVecEnv(env_fns, in_series=1), id="subproc")]
+
+
+@pytest.mark.parametrize("make", MAKERS)
 def test_a_reply_that_cannot_be_pickled_names_the_env_and_reset_recovers(make):
     venv = make([LockInInfoEnv, lambda: LockInInfoEnv(bad=True)])
     try:
@@ -60,8 +64,7 @@ def test_a_reply_that_cannot_be_pickled_names_the_env_and_reset_recovers(make):
         venv.close()
 
 
-@pytest.mark.parametrize("make", [make_ray, lambda env_fns: SubprocVecEnv(env_fns, in_series=1)],
-                         ids=["ray", "subproc"])
+@pytest.mark.parametrize("make", MAKERS)
 def test_get_attr_of_what_cannot_be_pickled_names_the_env_and_breaks_nothing(make):
     venv = make([LockInInfoEnv] * 2)
     try:

@@ -11,13 +11,13 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.backends import needs_ray, ray, subproc
+from tests.backends import ray, ray_marks, subproc
 from tests.helpers import fns_with
 
 TRANSPORTS = [
     pytest.param(functools.partial(subproc, in_series=2, step_in_parent=False), id="shm"),
     pytest.param(functools.partial(subproc, in_series=2, shared_memory=False), id="pipes"),
-    pytest.param(functools.partial(ray, in_series=2), id="ray", marks=needs_ray),
+    pytest.param(functools.partial(ray, in_series=2), id="ray", marks=ray_marks),
 ]
 MODES = ["same_step", "next_step", "disabled"]
 

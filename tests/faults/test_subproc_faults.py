@@ -135,7 +135,7 @@ PARENT_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
-@pytest.mark.parametrize("context", ["forkserver", "spawn", "fork"])
+@pytest.mark.parametrize("context", ["forkserver", pytest.param("spawn", marks=pytest.mark.slow), "fork"])
 def test_parent_killed_leaves_no_worker_alive(sig, context):
     parent = subprocess.Popen([sys.executable, "-c", PARENT_SCRIPT, context], cwd=REPO, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

@@ -207,6 +207,7 @@ def test_ctrl_c_while_waiting_for_busy_workers_closes_within_a_second(delay):
     check_closes_within_a_second(venv)
 
 
+@pytest.mark.slow  # runs scripts/run_atari.py, which steps Atari emulators
 @pytest.mark.parametrize("delay", [0.2, 1.0])
 def test_run_atari_ctrl_c_while_the_parent_steps_a_slice_exits_at_once_and_quietly(delay):
     from tests.scripts.test_run_atari import INTERRUPTED, start_script  # (skips without ale-py)

@@ -67,13 +67,16 @@ RUNNING_AT_ONCE = 4  # more smoke runs at once than this starve each other (Ray'
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], tuple]]:
-    """Start the smoke runs, a few at once; ``smoke(name)`` waits for one: ``(CompletedProcess, cache dir)``."""
-    cache = tmp_path_factory.mktemp("cache")
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), **RAY_LOOPBACK}
+    """Start the smoke runs, a few at once; ``smoke(name)`` waits for one: ``(CompletedProcess, cache dir)``.
+
+    Each run has a user cache of its own: runs that end in the same second would write their
+    results to the same folder of a shared one (its name is the time, to the second)."""
+    caches = {name: tmp_path_factory.mktemp(f"cache-{name}") for name in SMOKE}
     procs: dict[str, subprocess.Popen] = {}
     done: dict = {}
 
     def start(name: str) -> None:
+        env = {**os.environ, "XDG_CACHE_HOME": str(caches[name]), **RAY_LOOPBACK}
         procs[name] = subprocess.Popen([sys.executable, str(SCRIPTS / "benchmark.py"), *SMOKE[name]],
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
 
@@ -89,7 +92,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], 
             out, err = procs[name].communicate(timeout=220)
             done[name] = subprocess.CompletedProcess(procs[name].args, procs[name].returncode, out, err)
             fill()
-        return done[name], cache
+        return done[name], caches[name]
 
     fill()
     yield result

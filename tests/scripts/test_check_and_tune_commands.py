@@ -10,11 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers import children
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # runs the console commands, each in a process of its own
+
 CHECK, TUNE = REPO / "scripts" / "check_env.py", REPO / "scripts" / "tune.py"
 
 
@@ -71,7 +74,12 @@ def test_ctrl_c_exits_130_and_ends_every_process_it_started(script, args):
     before = {p.pid for p in children()}
     proc = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=REPO)
-    time.sleep(6)  # in the middle of its work: worker processes or a timed cell running
+    # in the middle of its work: a second into a process it started (tune's timed cell), else 6 s
+    # into its run (check steps its envs in its own process first)
+    deadline = time.monotonic() + 5
+    while not psutil.Process(proc.pid).children() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]

@@ -25,6 +25,7 @@ def test_a_builder_that_raises_gives_its_error():
     assert "steps_per_s" not in record
 
 
+@pytest.mark.slow  # waits for the cell's timeout
 def test_a_cell_past_its_timeout_is_killed_with_what_it_started(tmp_path):
     from tests.helpers import still_running
 

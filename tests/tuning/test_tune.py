@@ -32,6 +32,7 @@ def test_atari_games_add_ale_vec_env():
     assert Candidate("ALEVecEnv", {"game": "Pong"}).code(8).startswith("ALEVecEnv('Pong', 8, frame_skip=4, ")
 
 
+@pytest.mark.slow  # times each configuration in a process of its own
 def test_the_report_is_a_table_fastest_first_and_the_line_of_code():
     report = tune(functools.partial(gym.make, "CartPole-v1"), 4, seconds=4, rounds=1, progress=False,
                   only=[Candidate("DummyVecEnv"), Candidate("SubprocVecEnv", {"in_series": 4})])
@@ -77,6 +78,7 @@ def waiting():
     return functools.partial(WaitingEnv, seed=None)
 
 
+@pytest.mark.slow  # times every configuration worth trying, in processes of their own, twice
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("make, num_envs", [(cartpole, 8), (stragglers, 8), (waiting, 16)],
                          ids=["cartpole-x8", "stragglers-x8", "waiting-x16"])

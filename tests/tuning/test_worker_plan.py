@@ -103,6 +103,7 @@ def broken_env():
     raise RuntimeError("no display")
 
 
+@pytest.mark.slow  # spawns the probe's process three times, once past its timeout
 def test_the_probe_in_a_child_process_gives_none_when_the_env_fails_and_leaves_no_process():
     from tests.helpers import children
 
