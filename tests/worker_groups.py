@@ -6,11 +6,16 @@ installed wheel, the documentation site), else its module when it uses a module-
 (a VecEnv per backend, the benchmark's smoke runs); the other tests go to whichever worker is
 free. So what a fixture builds is built once, and the Ray tests share one runtime.
 
+The tests that import Stable-Baselines3 into the test process (``imports_sb3``) run last, in
+one worker: once SB3's ``Monitor`` is imported, every VecMonitor asks the envs' workers whether
+they are in it, and each worker process then imports SB3 and torch. Collecting the suite
+imports neither (the tests import SB3 themselves).
+
 ``--dist loadgroup`` reads the groups from the node ids its workers send, to which it appends
 them; under pytest 9.2 the appended names do not reach the node ids. Here the workers write
 each test's group to a file the controller names (``pytest_configure_node``), and the
 controller's scheduler (``pytest_xdist_make_scheduler``) reads it: a scope per group, and a
-scope per test outside any group. Larger scopes are handed out first.
+scope per test outside any group. Larger scopes are handed out first, the SB3 group last.
 """
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling
 
 #: session fixtures that build something once per test process (a wheel, the site)
 BUILT_ONCE = ("installed", "site")
 KEY = "vec_envs_worker_groups"
+#: the mark of a test that imports Stable-Baselines3 into the test process: its group runs last
+imports_sb3 = pytest.mark.xdist_group("sb3")
+LAST = "group sb3"
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -45,22 +52,28 @@ def group_of(item: pytest.Item) -> str | None:
     return None
 
 
-class GroupScheduling(LoadScopeScheduling):
-    """A scope per worker group, read from the files the workers wrote; a scope per test outside
-    any group."""
+def group_scheduling(config: pytest.Config, log: Any, folder: Path) -> Any:
+    """pytest-xdist's scheduler of scopes, with a scope per worker group, read from the files the
+    workers wrote, and a scope per test outside any group; the SB3 group is handed out last."""
+    from xdist.scheduler import LoadScopeScheduling
 
-    def __init__(self, config: pytest.Config, log: Any, folder: Path) -> None:
-        super().__init__(config, log)
-        self.folder = folder
-        self.groups: dict[str, str] | None = None
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
 
-    def _split_scope(self, nodeid: str) -> str:
-        if self.groups is None:  # the workers have collected: each wrote the same groups
-            self.groups = {}
-            for written in sorted(self.folder.glob("*.json")):
-                self.groups.update(json.loads(written.read_text(encoding="utf-8")))
-        group = self.groups.get(nodeid)
-        return nodeid if group is None else f"group {group}"
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # the workers have collected: each wrote the same groups
+                self.groups = {}
+                for written in sorted(folder.glob("*.json")):
+                    self.groups.update(json.loads(written.read_text(encoding="utf-8")))
+            group = self.groups.get(nodeid)
+            return nodeid if group is None else f"group {group}"
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if len(self.workqueue) > 1 and next(iter(self.workqueue)) == LAST:
+                self.workqueue.move_to_end(LAST)
+            super()._assign_work_unit(node)
+
+    return GroupScheduling(config, log)
 
 
 class Controller:
@@ -74,10 +87,10 @@ class Controller:
         node.workerinput[KEY] = str(self.folder)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getvalue("dist") != "loadgroup":
             return None
-        return GroupScheduling(config, log, self.folder)
+        return group_scheduling(config, log, self.folder)
 
     def pytest_unconfigure(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
