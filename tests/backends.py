@@ -23,8 +23,12 @@ def ray(env_fns, **kwargs):
 
 
 needs_ray = pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed")
-#: the marks of a Ray backend's variant: skipped without Ray, and slow (each test starts actors)
-ray_marks = [needs_ray, pytest.mark.slow]
+#: the test process that runs it starts the session's Ray runtime: under pytest-xdist every test
+#: marked so runs in one worker process (``--dist loadgroup``), which starts the runtime once
+uses_ray_runtime = pytest.mark.xdist_group("ray")
+#: the marks of a Ray backend's variant: skipped without Ray, slow (each test starts actors), and
+#: run where the session's runtime is
+ray_marks = [needs_ray, pytest.mark.slow, uses_ray_runtime]
 
 
 #: (factory(env_fns, copy=...) -> VecEnv) with a readable id

@@ -4,6 +4,8 @@ import signal
 
 import pytest
 
+from tests import worker_groups
+
 DEFAULT_TIMEOUT_S = 120
 
 
@@ -13,6 +15,7 @@ def pytest_configure(config):
     send real SIGINTs."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    worker_groups.register(config)  # under pytest-xdist: the tests of a group run in one worker
 
 
 def pytest_collection_modifyitems(items):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -43,27 +44,32 @@ def read_xwd(path: str) -> np.ndarray:
 
 @contextmanager
 def xvfb(size: str = "800x600x24") -> Iterator[Display]:
-    """Start Xvfb on a free display number; stop it afterwards."""
+    """Start Xvfb on a free display number (the server picks it, so test processes that start
+    servers at once never share one); stop it afterwards."""
     fbdir = tempfile.mkdtemp(prefix="vec_envs-xvfb-")
+    read_end, write_end = os.pipe()
     proc = None
     try:
-        for number in range(90, 140):
-            if os.path.exists(f"/tmp/.X11-unix/X{number}") or os.path.exists(f"/tmp/.X{number}-lock"):
-                continue
-            proc = subprocess.Popen([XVFB, f":{number}", "-screen", "0", size, "-fbdir", fbdir,
-                                     "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and proc.poll() is None:
-                if os.path.exists(f"/tmp/.X11-unix/X{number}"):
-                    yield Display(f":{number}", fbdir)
-                    return
-                time.sleep(0.05)
-            proc.kill()
-            proc.wait()
-            proc = None
-        raise RuntimeError("could not start Xvfb on any display :90..:139")
+        proc = subprocess.Popen([XVFB, "-displayfd", str(write_end), "-screen", "0", size, "-fbdir", fbdir,
+                                 "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                pass_fds=(write_end,))
+        os.close(write_end)
+        write_end = -1
+        number = b""
+        deadline = time.monotonic() + 10
+        while not number.endswith(b"\n") and time.monotonic() < deadline:  # written once it accepts clients
+            if select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(read_end, 16)
+                if not chunk:
+                    break  # it exited
+                number += chunk
+        if not number.endswith(b"\n"):
+            raise RuntimeError(f"Xvfb did not start (exit status {proc.poll()})")
+        yield Display(f":{int(number)}", fbdir)
     finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=10)

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("ale_py", reason="ALEVecEnv needs ale-py: pip install -e '.[atari]'")
 
 from tests.helpers import assert_same, check_lockstep_misuse  # noqa: E402
+from tests.worker_groups import imports_sb3  # noqa: E402
 from vec_envs import ALEVecEnv, DummyVecEnv, tile_images  # noqa: E402
 from vec_envs.errors import (  # noqa: E402
     AlreadyPendingCallError,
@@ -432,6 +433,7 @@ def test_async_misuse_errors(closing):
     assert obs.shape == (2, 84, 84, 1)
 
 
+@imports_sb3
 def test_gymnasium_and_sb3_adapters_run_it(closing):
     from vec_envs.interop import to_gymnasium, to_sb3
 

@@ -19,6 +19,7 @@ import pytest
 from gymnasium import spaces
 
 from tests import backends
+from tests.worker_groups import imports_sb3
 from vec_envs.interop import to_gymnasium
 
 BACKENDS = [
@@ -78,6 +79,7 @@ def test_a_narrow_discrete_batch_of_any_length_is_checked_in_range(num_envs, dty
         venv.step(bad)
 
 
+@imports_sb3
 def test_sb3_trains_on_an_env_with_a_narrow_discrete_action_space(closing):
     from stable_baselines3 import PPO
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from gymnasium.envs.classic_control import CartPoleEnv
-from stable_baselines3.common.monitor import ResultsWriter
 
+from tests.worker_groups import imports_sb3
 from vec_envs import DummyVecEnv
 from vec_envs.arguments import check_int
 from vec_envs.monitoring.monitor_csv import MonitorCsv
@@ -84,7 +84,10 @@ def test_both_monitors_write_the_same_sb3_file(tmp_path):
     assert [len(text) for text in lines] == [3, 3]
 
 
+@imports_sb3
 def test_monitor_csv_is_byte_for_byte_sb3s(tmp_path):
+    from stable_baselines3.common.monitor import ResultsWriter
+
     row = {"r": 21.0, "l": 812, "t": 3.25, "lives": 0}
     ours = MonitorCsv(str(tmp_path / "ours.monitor.csv"), t_start=1.5, env_id=None, extra_keys=("lives",))
     ours.write_row(row)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests import ray_runtime
+from tests.backends import uses_ray_runtime
 from vec_envs import RayVecEnv, SubprocVecEnv
 from vec_envs.errors import EnvWorkerError
 
@@ -46,7 +47,7 @@ def make_ray(env_fns):
 
 
 #: Ray's variant is slow (it starts actors), as every Ray variant is (tests/backends.py)
-MAKERS = [pytest.param(make_ray, id="ray", marks=pytest.mark.slow),
+MAKERS = [pytest.param(make_ray, id="ray", marks=[pytest.mark.slow, uses_ray_runtime]),
           pytest.param(lambda env_fns: SubprocVecEnv(env_fns, in_series=1), id="subproc")]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests import ray_runtime
+from tests.backends import uses_ray_runtime
 from tests.envs import DictObsEnv, SeededEnv
 from tests.helpers import (
     alive,
@@ -36,6 +37,7 @@ from vec_envs.ray.ray_vec_env import connect_ray, default_cpus_per_worker
 pytestmark = [
     pytest.mark.slow,  # starts Ray or compares every backend over many steps
     pytest.mark.skipif(not ray_runtime.ray_available(), reason="ray is not installed"),
+    uses_ray_runtime,
 ]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -93,9 +93,10 @@ def test_step_refuses_while_envs_are_in_flight_and_names_them(make, closing):
 
 
 def test_a_step_that_times_out_stays_pending_and_a_refused_one_leaves_nothing_pending(closing):
-    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, 0.3)] * 2, in_series=1, timeout=0.05))
+    # (the timeout bounds every wait, the workers' start too: long enough for a start on a busy machine)
+    venv = closing(SubprocVecEnv([functools.partial(SlowStepEnv, 1.0)] * 2, in_series=1, timeout=0.5))
     venv.reset()
-    with pytest.raises(EnvTimeoutError, match=r"envs \[0, 1\] \(workers \[0, 1\]\) did not answer within 0.05 s"):
+    with pytest.raises(EnvTimeoutError, match=r"envs \[0, 1\] \(workers \[0, 1\]\) did not answer within 0.5 s"):
         venv.step(np.zeros(2, np.int64))
     assert venv.step_wait(timeout=5.0)[1].tolist() == [1.0, 1.0]  # still pending: waited for again
     with pytest.raises(ValueError, match="expected 2 actions"):

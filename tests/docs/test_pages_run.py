@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.backends import uses_ray_runtime
 from tests.markdown_blocks import REPO, TIMEOUT_S, python_blocks, run_block
 
 pytestmark = pytest.mark.slow  # builds the site or runs every example of its pages
@@ -24,8 +25,15 @@ def test_the_guides_have_python_blocks():
     assert len(BLOCKS) >= 30
 
 
+def block_param(where: str, code: str) -> object:
+    """A block that joins a running Ray cluster (on a machine running the tests: the session's
+    runtime) runs where the Ray tests run, never beside them."""
+    marks = [uses_ray_runtime] if code.startswith("# needs: a Ray cluster") else []
+    return pytest.param(where, code, id=where, marks=marks)
+
+
 @pytest.mark.timeout(TIMEOUT_S + 30)
-@pytest.mark.parametrize("where, code", BLOCKS, ids=[where for where, _ in BLOCKS])
+@pytest.mark.parametrize("where, code", [block_param(where, code) for where, code in BLOCKS])
 def test_block_runs_as_pasted_into_a_file(where, code, tmp_path):
     run_block(where, code, tmp_path)
 

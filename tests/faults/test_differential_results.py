@@ -177,6 +177,7 @@ def test_two_envs_returning_odd_results_in_one_step_give_the_same_outcome(plante
 
 
 @backends.needs_ray
+@backends.uses_ray_runtime
 @RAY_SETTINGS
 @given(env=st.integers(0, N - 1), result=planted)
 def test_ray_stores_or_refuses_what_an_env_returns_as_dummy_vec_env_does(ray_venvs, env, result):

@@ -13,6 +13,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from tests.envs import OptionsEnv, SeededEnv
 from tests.helpers import assert_same
+from tests.worker_groups import imports_sb3
 from vec_envs import DummyVecEnv, SubprocVecEnv
 from vec_envs.interop import from_gymnasium, to_gymnasium, to_sb3
 from vec_envs.spaces.batching import copy_obs
@@ -249,6 +250,7 @@ def test_sb3_is_imported_only_when_to_sb3_is_called():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@imports_sb3
 def test_sb3_vec_normalize_over_to_sb3_matches_it_over_sb3s_dummy_vec_env(closing):
     from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
     from stable_baselines3.common.vec_env import VecEnv
@@ -272,6 +274,7 @@ def test_sb3_vec_normalize_over_to_sb3_matches_it_over_sb3s_dummy_vec_env(closin
 
 
 @pytest.mark.slow  # trains SB3's PPO
+@imports_sb3
 def test_sb3_ppo_trains_on_our_wrappers_in_worker_processes(closing, tmp_path):
     from stable_baselines3 import PPO
 
@@ -287,6 +290,7 @@ def test_sb3_ppo_trains_on_our_wrappers_in_worker_processes(closing, tmp_path):
     model.save(tmp_path / "ppo")
 
 
+@imports_sb3
 def test_to_sb3_errors_name_the_mistake(closing):
     with pytest.raises(TypeError, match="to_sb3.*received SyncVectorEnv"):
         to_sb3(closing(SyncVectorEnv([cartpole])))
@@ -295,6 +299,7 @@ def test_to_sb3_errors_name_the_mistake(closing):
         env.set_options([{}, {}])
 
 
+@imports_sb3
 def test_to_sb3_set_options_reach_the_envs_at_the_next_reset(closing):
     from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
 

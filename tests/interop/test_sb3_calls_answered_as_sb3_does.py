@@ -17,9 +17,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
-from stable_baselines3.common.monitor import Monitor
 
 from tests import backends
+from tests.worker_groups import imports_sb3
 from vec_envs import make_vec_env
 from vec_envs.wrappers import RunningMeanStd, StackedObservations, VecFrameStack, VecMonitor, VecNormalize
 
@@ -107,13 +107,20 @@ def test_compute_stacking_says_where_observations_stack(shape, order, expected):
     assert StackedObservations(2, 4, space, order).stacked_observation_space.shape == expected[2]
 
 
-def test_vec_monitor_warns_of_envs_in_sb3_monitor(closing):
-    venv = closing(backends.dummy([cartpole, lambda: Monitor(cartpole())]))
+def in_sb3_monitor():
+    from stable_baselines3.common.monitor import Monitor
+
+    return Monitor(cartpole())
+
+
+@imports_sb3
+def test_vec_monitor_warns_of_envs_in_sb3_monitor(make, closing):
+    venv = closing(make([cartpole, in_sb3_monitor]))
     with pytest.warns(UserWarning, match=r"env\(s\) \[1\] are wrapped in Stable-Baselines3's Monitor"):
         VecMonitor(VecNormalize(venv))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        VecMonitor(closing(backends.dummy([cartpole])))
+        VecMonitor(closing(make([cartpole])))
 
 
 def test_an_attribute_two_vec_envs_beneath_hold_is_refused_as_ambiguous(closing):

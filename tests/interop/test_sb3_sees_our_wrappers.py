@@ -1,5 +1,7 @@
 """SB3's own helpers on to_sb3: evaluate_policy, EvalCallback, get_vec_normalize_env and
-sync_envs_normalization see our VecMonitor, VecNormalize and per-game monitors as theirs."""
+sync_envs_normalization see our VecMonitor, VecNormalize and per-game monitors as theirs.
+
+Each test imports SB3 itself: collecting the suite imports neither SB3 nor torch."""
 from __future__ import annotations
 
 import collections
@@ -8,24 +10,15 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3 import DQN, PPO
-from stable_baselines3.common.callbacks import EvalCallback
-from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecMonitor as SB3VecMonitor
-from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
-from stable_baselines3.common.vec_env import (
-    VecTransposeImage,
-    is_vecenv_wrapped,
-    sync_envs_normalization,
-    unwrap_vec_normalize,
-)
 
+from tests.worker_groups import imports_sb3
 from vec_envs import ALEVecEnv, DummyVecEnv, SubprocVecEnv, VecEnvWrapper
 from vec_envs.interop import to_sb3
 from vec_envs.wrappers import VecMonitor, VecNormalize
 from vec_envs.wrappers import VecTransposeImage as OurVecTransposeImage
 from vec_envs.wrappers.atari import make_atari_env
+
+pytestmark = imports_sb3
 
 
 class RandomPolicy:
@@ -70,6 +63,8 @@ def counted(log, returns, lengths, num_envs):
 
 def evaluate(venv, n_actions, episodes):
     """evaluate_policy(return_episode_rewards=True) with every warning an error."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         return evaluate_policy(RandomPolicy(n_actions), to_sb3(venv), n_eval_episodes=episodes,
@@ -89,6 +84,8 @@ def test_evaluate_policy_reads_vec_monitors_raw_returns_under_vec_normalize(clos
 
 
 def test_evaluate_policy_counts_whole_atari_games_with_raw_scores(closing):
+    from stable_baselines3.common.monitor import Monitor
+
     log = EpisodeLog(make_atari_env("Breakout", n_envs=2, seed=0, vec_env_cls=DummyVecEnv,
                                     env_kwargs={"max_num_frames_per_episode": 1200}))
     closing(log)
@@ -100,12 +97,17 @@ def test_evaluate_policy_counts_whole_atari_games_with_raw_scores(closing):
 
 
 def test_alevecenv_games_are_monitored_episodes_to_sb3(closing):
+    from stable_baselines3.common.monitor import Monitor
+
     env = to_sb3(closing(ALEVecEnv("Breakout", num_envs=2, seed=0)))
     assert env.env_is_wrapped(Monitor) == [True, True]
     assert env.env_is_wrapped(gym.Wrapper) == [False, False]
 
 
 def test_without_any_monitor_sb3_still_warns(closing):
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
     env = to_sb3(closing(DummyVecEnv([cartpole] * 2)))
     assert env.env_is_wrapped(Monitor) == [False, False]
     with pytest.warns(UserWarning, match="not wrapped with a ``Monitor``"):
@@ -114,6 +116,11 @@ def test_without_any_monitor_sb3_still_warns(closing):
 
 # --------------------------------------------------------------- VecNormalize
 def test_sb3_finds_our_vec_normalize_and_freezes_it(closing):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor as SB3VecMonitor
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+    from stable_baselines3.common.vec_env import is_vecenv_wrapped, unwrap_vec_normalize
+
     ours = VecNormalize(VecMonitor(DummyVecEnv([cartpole] * 2)))
     env = closing(to_sb3(ours))
     model = PPO("MlpPolicy", env, n_steps=16, batch_size=32, n_epochs=1, device="cpu", seed=0)
@@ -131,6 +138,8 @@ def test_sb3_finds_our_vec_normalize_and_freezes_it(closing):
 
 
 def test_sync_envs_normalization_copies_our_statistics(closing):
+    from stable_baselines3.common.vec_env import sync_envs_normalization
+
     train_ours = VecNormalize(VecMonitor(DummyVecEnv([cartpole] * 2)))
     eval_ours = VecNormalize(VecMonitor(DummyVecEnv([cartpole])), training=False)
     train, evaluation = closing(to_sb3(train_ours)), closing(to_sb3(eval_ours))
@@ -149,6 +158,8 @@ def test_sync_envs_normalization_copies_our_statistics(closing):
 
 def test_sync_from_sb3s_own_vec_normalize_into_ours(closing):
     from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
+    from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
+    from stable_baselines3.common.vec_env import sync_envs_normalization
 
     theirs = closing(SB3VecNormalize(SB3DummyVecEnv([cartpole])))
     theirs.reset()
@@ -161,6 +172,8 @@ def test_sync_from_sb3s_own_vec_normalize_into_ours(closing):
 
 
 def test_statistics_of_another_shape_are_refused_by_name(closing):
+    from stable_baselines3.common.vec_env import unwrap_vec_normalize
+
     ours = VecNormalize(DummyVecEnv([cartpole]))
     view = unwrap_vec_normalize(closing(to_sb3(ours)))
     pendulum = VecNormalize(DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
@@ -169,6 +182,8 @@ def test_statistics_of_another_shape_are_refused_by_name(closing):
 
 
 def test_off_policy_learning_stores_our_original_observations(closing):
+    from stable_baselines3 import DQN
+
     ours = VecNormalize(VecMonitor(DummyVecEnv([cartpole] * 2)))
     model = DQN("MlpPolicy", closing(to_sb3(ours)), learning_starts=40, buffer_size=500, train_freq=8,
                 device="cpu", seed=0)
@@ -183,6 +198,9 @@ def test_off_policy_learning_stores_our_original_observations(closing):
 
 
 def test_image_views_keep_sb3_from_transposing_again(closing):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecTransposeImage, is_vecenv_wrapped
+
     venv = OurVecTransposeImage(make_atari_env("Pong", n_envs=1, seed=0, vec_env_cls=DummyVecEnv))
     env = closing(to_sb3(venv))
     assert is_vecenv_wrapped(env, VecTransposeImage)
@@ -193,6 +211,9 @@ def test_image_views_keep_sb3_from_transposing_again(closing):
 # --------------------------------------------------------------- EvalCallback
 @pytest.mark.slow  # trains SB3's PPO
 def test_eval_callback_reports_the_mean_of_our_vec_monitor(closing, tmp_path):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import EvalCallback
+
     train = closing(to_sb3(VecNormalize(VecMonitor(DummyVecEnv([cartpole] * 2)))))
     log = EpisodeLog(VecMonitor(DummyVecEnv([cartpole] * 2)))
     eval_ours = VecNormalize(log, training=False)

@@ -11,6 +11,7 @@ import pytest
 
 from tests.backends import dummy, subproc
 from tests.envs import SeededEnv
+from tests.worker_groups import imports_sb3
 from vec_envs import ALEVecEnv, DummyVecEnv
 from vec_envs.interop import to_gymnasium, to_sb3
 from vec_envs.rendering.frames import RenderModeError
@@ -21,6 +22,7 @@ BACKENDS = [pytest.param(dummy, id="dummy"),
             pytest.param(functools.partial(subproc, in_series=2, context="fork"), id="subproc")]
 
 
+@imports_sb3
 def test_loading_an_sb3_pickle_names_the_converter(tmp_path):
     from stable_baselines3.common.vec_env import DummyVecEnv as SB3DummyVecEnv
     from stable_baselines3.common.vec_env import VecNormalize as SB3VecNormalize
@@ -65,6 +67,7 @@ def test_atari_render_without_a_render_mode_names_make_atari_envs_argument(closi
     assert len(str(caught.value).splitlines()) == 1  # the fix, not ALE's traceback
 
 
+@imports_sb3
 def test_the_adapters_render_with_the_same_hint(closing):
     venv = closing(DummyVecEnv([functools.partial(SeededEnv, render_mode=None)] * 2))
     venv.reset()

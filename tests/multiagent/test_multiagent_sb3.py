@@ -3,6 +3,7 @@ per-agent episodes; scripts/train_multiagent.py runs as a user runs it."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,12 +13,14 @@ import pytest
 from mpe2 import simple_spread_v3
 
 from tests.multiagent.parallel_envs import Relay
+from tests.worker_groups import imports_sb3
 from vec_envs.interop import to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 
-pytestmark = pytest.mark.slow  # trains SB3's PPO
-
-pytest.importorskip("stable_baselines3")
+pytestmark = [pytest.mark.slow,  # trains SB3's PPO
+              pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None,
+                                 reason="stable_baselines3 is not installed"),
+              imports_sb3]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPREAD = functools.partial(simple_spread_v3.parallel_env, max_cycles=10)

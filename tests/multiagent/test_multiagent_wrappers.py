@@ -10,6 +10,7 @@ import pytest
 from mpe2 import simple_spread_v3
 
 from tests.multiagent.parallel_envs import Relay
+from tests.worker_groups import imports_sb3
 from vec_envs.interop import to_gymnasium, to_sb3
 from vec_envs.multiagent import make_multiagent_vec_env
 from vec_envs.wrappers import VecFrameStack, VecMonitor, VecNormalize
@@ -58,6 +59,7 @@ def test_to_gymnasium_with_record_episode_statistics() -> None:
     assert episodes == [5] * 12  # two episodes of every agent row, truncated at 5 steps
 
 
+@imports_sb3
 def test_to_sb3_sees_rows() -> None:
     env = to_sb3(make_multiagent_vec_env(SPREAD5, 2))
     assert env.num_envs == 6

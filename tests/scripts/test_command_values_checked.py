@@ -15,6 +15,7 @@ import gymnasium as gym
 import pytest
 
 from tests.scripts.conftest import command_env
+from tests.worker_groups import imports_sb3
 from vec_envs import DummyVecEnv
 from vec_envs.cli import convert_vecnormalize, run_atari, train_multiagent, train_ppo
 from vec_envs.wrappers import VecNormalize
@@ -100,16 +101,19 @@ def one_error(argv: list[str], capsys) -> str:
     return lines[0]
 
 
+@imports_sb3
 def test_convert_names_a_source_that_is_no_regular_file(tmp_path, capsys):
     line = one_error(convert("to-sb3", os.devnull, str(tmp_path / "out.pkl")), capsys)
     assert f"source '{os.devnull}': is not a regular file" in line
 
 
+@imports_sb3
 def test_convert_from_sb3_names_a_source_in_our_format(statistics, tmp_path, capsys):
     line = one_error(convert("from-sb3", str(statistics), str(tmp_path / "out.npz")), capsys)
     assert "is vec_envs' .npz statistics, not an SB3 pickle; to write it in SB3's format use to-sb3" in line
 
 
+@imports_sb3
 def test_convert_to_sb3_names_a_source_in_sb3s_format(statistics, tmp_path, capsys):
     pickle = tmp_path / "theirs.pkl"
     assert convert_vecnormalize.main(convert("to-sb3", str(statistics), str(pickle))) == 0

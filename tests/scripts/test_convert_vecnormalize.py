@@ -10,10 +10,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.worker_groups import imports_sb3
 from vec_envs import DummyVecEnv
 from vec_envs.wrappers import VecNormalize
 
-pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
+pytestmark = [pytest.mark.slow, imports_sb3]  # slow: runs console commands or scripts in processes of their own
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "convert_vecnormalize.py")

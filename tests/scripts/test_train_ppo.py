@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.worker_groups import imports_sb3
+
 pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,6 +22,7 @@ def run(*args, pythonpath=REPO):
                           timeout=240, check=False)
 
 
+@imports_sb3
 def test_a_tiny_run_trains_evaluates_and_saves_model_and_statistics(tmp_path):
     from stable_baselines3 import PPO
 

@@ -16,6 +16,8 @@ from vec_envs.worker_plan import StepCost
 
 pytest.importorskip("psutil")
 WEAK_BOUND = 0.4  # of the fastest timed at length: what a shared two-core machine lets a test promise
+#: under pytest-xdist the tests that time configurations run one after the other, in one worker
+TIMED = pytest.mark.xdist_group("timed")
 
 
 def test_envs_that_wait_get_layouts_of_many_workers_to_choose_from():
@@ -33,6 +35,7 @@ def test_atari_games_add_ale_vec_env():
 
 
 @pytest.mark.slow  # times each configuration in a process of its own
+@TIMED
 def test_the_report_is_a_table_fastest_first_and_the_line_of_code():
     report = tune(functools.partial(gym.make, "CartPole-v1"), 4, seconds=4, rounds=1, progress=False,
                   only=[Candidate("DummyVecEnv"), Candidate("SubprocVecEnv", {"in_series": 4})])
@@ -79,6 +82,7 @@ def waiting():
 
 
 @pytest.mark.slow  # times every configuration worth trying, in processes of their own, twice
+@TIMED
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("make, num_envs", [(cartpole, 8), (stragglers, 8), (waiting, 16)],
                          ids=["cartpole-x8", "stragglers-x8", "waiting-x16"])
