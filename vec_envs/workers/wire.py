@@ -21,10 +21,10 @@ from vec_envs.errors import EnvCallFailed
 from vec_envs.interop.single_env import env_attr, is_wrapped, set_env_attr
 from vec_envs.spaces.batching import copy_obs, get_row, take_rows
 from vec_envs.types import Info, VecEnvObs
-from vec_envs.workers.env_slice import EnvSlice, step_envs
+from vec_envs.workers.env_slice import EnvSlice
 
 __all__ = ["Answers", "Command", "EnvCall", "Reply", "Request", "Reset", "Spaces", "Step", "WorkerFailure",
-           "reset_envs", "serve", "unpicklable", "unpicklable_info"]
+           "reset_envs", "serve", "step_envs", "unpicklable", "unpicklable_info"]
 
 
 class Command(enum.IntEnum):
@@ -119,16 +119,6 @@ class Answers(NamedTuple):
 
 
 # ------------------------------------------------------------ the worker's side
-def _states(envs: EnvSlice, k: int, _: None) -> Any:
-    from vec_envs.planning.env_state import get_env_state
-    return envs.call(k, "get_state", lambda: get_env_state(envs.envs[k], envs.first_index + k))
-
-
-def _set_state(envs: EnvSlice, k: int, state: Any) -> None:
-    from vec_envs.planning.env_state import set_env_state
-    envs.call(k, "set_state", lambda: set_env_state(envs.envs[k], state, envs.first_index + k))
-
-
 def _with_row(envs: EnvSlice, k: int, *result: Any) -> tuple:
     """``(env k's observation row, *result)``: the row read after the call that gave ``result``."""
     return (copy_obs(get_row(envs.buffers.obs, k)), *result)
@@ -142,11 +132,31 @@ ENV_CALLS: dict[str, Callable[..., Any]] = {
         k, name, lambda: env_attr(s.envs[k], name)(*args, **kwargs)),
     "env_is_wrapped": lambda s, k, _, wrapper_class: is_wrapped(s.envs[k], wrapper_class),
     "get_images": lambda s, k, _: s.image(k),
-    "get_states": _states,
-    "set_states": _set_state,
+    "get_states": lambda s, k, _: s.get_state(k),
+    "set_states": lambda s, k, state: s.set_state(k, state),
     "step_from": lambda s, k, value, return_states: _with_row(s, k, *s.step_from(k, *value, return_states)),
     "reset_one": lambda s, k, value: _with_row(s, k, dict(s.reset_env(k, *value))),
 }
+
+
+def step_envs(envs: EnvSlice, ks: list[int] | range, actions: Any, said: list[int] | None = None,
+              done: tuple[Callable[[int], None], Any] | None = None) -> tuple[list[Info], dict[int, WorkerFailure]]:
+    """Step env ``ks[j]`` with ``actions[j]``, going on past a failed env (``said``, ``done``: as in
+    ``EnvSlice.step``; a failed env is said); the infos (``{}`` for a failed env) and the failures."""
+    infos: list[Info] = []
+    failures: dict[int, WorkerFailure] = {}
+    while len(infos) < len(ks):
+        j = len(infos)
+        try:  # from the first env not stepped yet
+            envs.step(actions[j:] if j else actions, ks[j:] if j else ks, infos, said, done)
+        except EnvCallFailed as exc:
+            failures[exc.env_index] = WorkerFailure.of(exc, "step")
+            if envs.running is not None:
+                envs.running[0] = 0
+            infos.append({})
+            if said is not None:
+                said.append(ks[len(infos) - 1])
+    return infos, failures
 
 
 def reset_envs(envs: EnvSlice, request: Reset,
@@ -176,8 +186,7 @@ def _answers(envs: EnvSlice, ks: list[int], infos: list[Info], reset_infos: list
 def serve(envs: EnvSlice, command: int, payload: Any, shared: bool = False) -> Any:
     """Run one command on ``envs``; its reply's value (``shared``: no rows in the answers). Raises what it raised."""
     if command == Command.STEP:
-        infos, failed = step_envs(envs, payload.ks, payload.actions)
-        failures = {i: WorkerFailure.of(exc, "step") for i, exc in failed.items()}
+        infos, failures = step_envs(envs, payload.ks, payload.actions)
         dones, deferred = envs.buffers.dones, envs.pending is not None
         resets = [dict(envs.reset_infos[k]) if dones[k] and not deferred and k + envs.first_index not in failures
                   else None for k in payload.ks]
