@@ -30,8 +30,8 @@ from vec_envs.subproc.doorbell import LANES, PARENT_GONE, Spin, poller, worker_w
 from vec_envs.subproc.lanes import WorkerLanes, words
 from vec_envs.types import Info
 from vec_envs.workers import wire
-from vec_envs.workers.env_slice import EnvSlice
-from vec_envs.workers.wire import Answers, Command, Reply, Request, Reset, WorkerFailure, step_envs
+from vec_envs.workers.env_slice import EnvSlice, step_envs
+from vec_envs.workers.wire import Answers, Command, Reply, Request, Reset, WorkerFailure
 
 __all__ = ["Attach", "parent_alive", "receive_attach", "send_attach", "serve_lanes", "serve_reset", "worker_main"]
 
@@ -86,7 +86,8 @@ def serve_lanes(envs: EnvSlice, lanes: WorkerLanes, actions: np.ndarray, say: Ca
             break
         said: list[int] = []
         run_infos, failed = step_envs(envs, range(start, stop), actions[start:stop].copy(), said, lanes.done)
-        failures.update(failed)
+        if failed:
+            failures.update({i: WorkerFailure.of(exc, "step") for i, exc in failed.items()})
         for k in said:
             info = infos[k] = run_infos[k - start]
             if not (k + first not in failures and (deferred or not dones[k] or not envs.reset_infos[k])

@@ -346,7 +346,10 @@ class WorkerLanes:
             except (OverflowError, ValueError):  # an int beyond int64
                 return False
         self._ints[base] = self._values[k] >> 1  # after the values, before the answer
-        self.answer(k, False)
+        if self._capsule is not None:  # (``answer``, one call less on the step's path)
+            _kernel.answer(self._capsule, k, False)  # type: ignore[union-attr]
+        else:
+            self.answer(k, False)
         return True
 
     def rings(self) -> int:

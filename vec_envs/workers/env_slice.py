@@ -30,7 +30,7 @@ from vec_envs.workers.env_output import USUAL_REWARDS, check_reset_result, check
 
 _kernel = kernels.load("step")  # None: not built, or VEC_ENVS_KERNELS=0
 
-__all__ = ["EnvSlice", "ended_infos", "spaces_mismatch", "with_terminal"]
+__all__ = ["EnvSlice", "ended_infos", "spaces_mismatch", "step_envs", "with_terminal"]
 
 #: the spaces whose observations are arrays the C loop can copy into a row as they are
 _ARRAY_SPACES = (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
@@ -299,6 +299,29 @@ class EnvSlice:
 
 
 _NO_ENDS = np.zeros(0, np.bool_)
+
+
+def step_envs(envs: EnvSlice, ks: list[int] | range, actions: Any, said: list[int] | None = None,
+              done: tuple[Callable[[int], None], Any] | None = None) -> tuple[list[Info], dict[int, EnvCallFailed]]:
+    """Step env ``ks[j]`` with ``actions[j]``, going on past a failed env (``said``, ``done``: as in
+    ``EnvSlice.step``; a failed env is said); the infos (``{}`` for a failed env) and the failures."""
+    infos: list[Info] = []
+    failures: dict[int, EnvCallFailed] = {}
+    while len(infos) < len(ks):
+        j = len(infos)
+        try:  # from the first env not stepped yet (one run: its loop at once)
+            if type(ks) is range:
+                envs._step_run(actions[j:] if j else actions, ks.start + j, ks.stop, infos, said, done)
+            else:
+                envs.step(actions[j:] if j else actions, ks[j:] if j else ks, infos, said, done)
+        except EnvCallFailed as exc:
+            failures[exc.env_index] = exc
+            if envs.running is not None:
+                envs.running[0] = 0
+            infos.append({})
+            if said is not None:
+                said.append(ks[len(infos) - 1])
+    return infos, failures
 
 
 def with_terminal(buffers: BatchBuffers, i: int, info: Info, deferred: bool = False) -> Info:

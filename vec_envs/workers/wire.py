@@ -21,10 +21,10 @@ from vec_envs.errors import EnvCallFailed
 from vec_envs.interop.single_env import env_attr, is_wrapped, set_env_attr
 from vec_envs.spaces.batching import copy_obs, get_row, take_rows
 from vec_envs.types import Info, VecEnvObs
-from vec_envs.workers.env_slice import EnvSlice
+from vec_envs.workers.env_slice import EnvSlice, step_envs
 
 __all__ = ["Answers", "Command", "EnvCall", "Reply", "Request", "Reset", "Spaces", "Step", "WorkerFailure",
-           "reset_envs", "serve", "step_envs", "unpicklable", "unpicklable_info"]
+           "reset_envs", "serve", "unpicklable", "unpicklable_info"]
 
 
 class Command(enum.IntEnum):
@@ -139,26 +139,6 @@ ENV_CALLS: dict[str, Callable[..., Any]] = {
 }
 
 
-def step_envs(envs: EnvSlice, ks: list[int] | range, actions: Any, said: list[int] | None = None,
-              done: tuple[Callable[[int], None], Any] | None = None) -> tuple[list[Info], dict[int, WorkerFailure]]:
-    """Step env ``ks[j]`` with ``actions[j]``, going on past a failed env (``said``, ``done``: as in
-    ``EnvSlice.step``; a failed env is said); the infos (``{}`` for a failed env) and the failures."""
-    infos: list[Info] = []
-    failures: dict[int, WorkerFailure] = {}
-    while len(infos) < len(ks):
-        j = len(infos)
-        try:  # from the first env not stepped yet
-            envs.step(actions[j:] if j else actions, ks[j:] if j else ks, infos, said, done)
-        except EnvCallFailed as exc:
-            failures[exc.env_index] = WorkerFailure.of(exc, "step")
-            if envs.running is not None:
-                envs.running[0] = 0
-            infos.append({})
-            if said is not None:
-                said.append(ks[len(infos) - 1])
-    return infos, failures
-
-
 def reset_envs(envs: EnvSlice, request: Reset,
                answer: Callable[[int, Info | None], None]) -> dict[int, WorkerFailure]:
     """Reset the envs of ``request`` (on past a failed env) and ``answer(k, reset info or None)`` each; the failures."""
@@ -186,7 +166,8 @@ def _answers(envs: EnvSlice, ks: list[int], infos: list[Info], reset_infos: list
 def serve(envs: EnvSlice, command: int, payload: Any, shared: bool = False) -> Any:
     """Run one command on ``envs``; its reply's value (``shared``: no rows in the answers). Raises what it raised."""
     if command == Command.STEP:
-        infos, failures = step_envs(envs, payload.ks, payload.actions)
+        infos, failed = step_envs(envs, payload.ks, payload.actions)
+        failures = {i: WorkerFailure.of(exc, "step") for i, exc in failed.items()}
         dones, deferred = envs.buffers.dones, envs.pending is not None
         resets = [dict(envs.reset_infos[k]) if dones[k] and not deferred and k + envs.first_index not in failures
                   else None for k in payload.ks]

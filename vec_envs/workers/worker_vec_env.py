@@ -283,7 +283,9 @@ class WorkerVecEnv(WorkerEnvAccess):
 
     def _wait_reset(self, timeout: float | None) -> VecEnvObs:
         try:
-            self._collect(None, timeout, "reset")
+            failures = self.scheduler.collect(None, self.timeout if timeout is None else timeout)
+            if failures:
+                self._replace_failed(failures, None, None, "reset")
         except EnvTimeoutError:
             raise  # still out: a worker replaced while it is waited for again gets its reset too
         except BaseException:
@@ -293,11 +295,9 @@ class WorkerVecEnv(WorkerEnvAccess):
         self.scheduler.take(None)
         return self._observations()
 
-    def _collect(self, count: int | None, timeout: float | None, method: str) -> None:
-        """``scheduler.collect`` (``timeout`` None: the VecEnv's); raise or replace the workers that failed,
-        and under recv collect again until none did."""
-        timeout = self.timeout if timeout is None else timeout
-        failures = self.scheduler.collect(count, timeout)
+    def _replace_failed(self, failures: dict[int, Failure], count: int | None, timeout: float | None,
+                        method: str) -> None:
+        """Raise or replace the workers that failed; under recv, collect again until none did."""
         while failures:
             for w, failure in sorted(failures.items()):
                 self._restart(w, failure, method)
@@ -307,7 +307,9 @@ class WorkerVecEnv(WorkerEnvAccess):
         self.scheduler.submit(None, actions)
 
     def _step_wait(self, timeout: float | None) -> VecEnvStepReturn:
-        self._collect(None, timeout, "step")
+        failures = self.scheduler.collect(None, self.timeout if timeout is None else timeout)
+        if failures:
+            self._replace_failed(failures, None, None, "step")
         infos = self.scheduler.take(None)
         return self._observations(), self.buffers.rewards.copy(), self.buffers.dones.copy(), infos
 
@@ -319,7 +321,10 @@ class WorkerVecEnv(WorkerEnvAccess):
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
         try:
-            self._collect(count, timeout, "recv")
+            timeout = self.timeout if timeout is None else timeout
+            failures = self.scheduler.collect(count, timeout)
+            if failures:
+                self._replace_failed(failures, count, timeout, "recv")
             env_ids = self._states.take_ready(count)
             infos = self.scheduler.take(env_ids)
         except EnvTimeoutError:
