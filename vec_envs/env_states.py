@@ -158,10 +158,7 @@ class EnvStates:
             np.greater(before, dones, out=rows)  # ended before, not ending now
             for j in np.flatnonzero(rows).tolist():
                 reset_infos[j if env_ids is None else int(env_ids[j])] = dict(infos[j])
-        if env_ids is None:
-            np.copyto(ended, dones)
-        else:
-            ended[env_ids] = dones
+        ended[slice(None) if env_ids is None else env_ids] = dones
 
     def check_step(self, method: str, env_ids: np.ndarray | None = None) -> None:
         """Under disabled autoreset: a ValueError naming the ended envs a step would step

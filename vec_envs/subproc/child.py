@@ -11,7 +11,6 @@ import contextlib
 import functools
 import multiprocessing as mp
 import os
-import select
 import signal
 import sys
 import threading
@@ -20,22 +19,21 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
 from types import SimpleNamespace
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
 from vec_envs.spaces.shared_memory import map_region
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
-from vec_envs.subproc.doorbell import LANES, PARENT_GONE, Spin, worker_wait
+from vec_envs.subproc.doorbell import LANES, PARENT_GONE, Spin, poller, worker_wait
 from vec_envs.subproc.lanes import WorkerLanes, words
 from vec_envs.types import Info
 from vec_envs.workers import wire
 from vec_envs.workers.env_slice import EnvSlice, step_envs
 from vec_envs.workers.wire import Answers, Command, Reply, Request, Reset, WorkerFailure
 
-__all__ = ["Attach", "allow_children", "parent_alive", "receive_attach", "send_attach", "serve_lanes",
-           "serve_reset", "worker_main"]
+__all__ = ["Attach", "parent_alive", "receive_attach", "send_attach", "serve_lanes", "serve_reset", "worker_main"]
 
 POLL_S = 0.5  # where no pidfd can be had: how often the watch looks at the VecEnv's process
 
@@ -173,7 +171,9 @@ def worker_main(conn: Connection, env_fns: CloudpickleWrapper, first_index: int,
 
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     _watch(parent_pid)
-    allow_children()
+    # an env may start processes (a SubprocVecEnv): a worker is daemonic only for the parent's exit to end
+    # it; its daemonic children end with it and watch it
+    mp.current_process().daemon = False
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=functools.partial(_close, conn.fileno()))  # not in an env's forks
     here = SimpleNamespace(conn=conn, envs=None, failure=None, lanes=None, actions=None, bells=(), region=None,
@@ -199,8 +199,6 @@ def _serve(here: SimpleNamespace, spin: Spin, parent: int) -> None:
     pollers: dict[str, Any] = {}
     say = functools.partial(_say, here.conn, method="step")
     while True:
-        if pollers.get("bells") != here.bells:  # attached (or not yet): the polls anew
-            pollers = {"bells": here.bells}
         event = worker_wait(here.conn, here.lanes, spin, here.bells, parent, pollers)
         if event == PARENT_GONE:
             return
@@ -248,19 +246,13 @@ def _attach(envs: EnvSlice, attach: Attach, here: SimpleNamespace) -> None:
     control = words(attach.n, attach.workers) if attach.workers else 0
     here.region, buffers, actions, block = map_region(attach.space, attach.action_space, attach.n, attach.fd,
                                                       attach.size, control)
-    stop = attach.start + len(envs)
+    stop = attach.start + len(envs.envs)
     envs.attach(buffers.view(attach.start, stop))
     here.shared = True
     if block is not None and actions is not None:
         here.actions = actions[attach.start:stop]
         here.lanes = WorkerLanes(block, attach.n, attach.workers, attach.worker, attach.start, stop, attach.wake_fd)
         here.bells = attach.bells
-
-
-def allow_children() -> None:
-    """Let this worker's envs start processes (an env may be a SubprocVecEnv): a worker is
-    daemonic only for the parent's exit to end it; its daemonic children end with it and watch it."""
-    mp.current_process().daemon = False
 
 
 def _close(fd: int) -> None:
@@ -292,16 +284,13 @@ def _watch(pid: int) -> None:
     except OSError:
         pidfd = None  # ENOSYS (an old kernel), or a sandbox that refuses it
 
-    def on_pidfd() -> None:
-        poller = select.poll()
-        poller.register(cast(int, pidfd), select.POLLIN)
-        while not poller.poll():
-            pass
+    def watch() -> None:
+        if pidfd is None:
+            while parent_alive(pid):
+                time.sleep(POLL_S)
+        else:
+            while not poller(pidfd).poll():  # readable once the process ended
+                pass
         os._exit(0)
 
-    def polling() -> None:
-        while parent_alive(pid):
-            time.sleep(POLL_S)
-        os._exit(0)
-
-    threading.Thread(target=polling if pidfd is None else on_pidfd, name="vec_envs-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="vec_envs-parent-watch", daemon=True).start()

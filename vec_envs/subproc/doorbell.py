@@ -19,6 +19,7 @@ the parent made (``Doorbell``, handed to the workers with the shared memory):
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -72,22 +73,21 @@ def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
 
 
 def _drain(fd: int) -> None:
-    try:  # every wake-up written so far
+    with contextlib.suppress(BlockingIOError):  # every wake-up written so far
         while len(os.read(fd, 4096)) == 4096:
             pass
-    except BlockingIOError:
-        pass
 
 
-def _poller(*fds: int) -> Any:
-    poller = select.poll()
+def poller(*fds: int) -> Any:
+    """A ``select.poll`` that waits for input on ``fds``."""
+    polls = select.poll()
     for fd in fds:
-        poller.register(fd, select.POLLIN)
-    return poller
+        polls.register(fd, select.POLLIN)
+    return polls
 
 
 def readable(fd: int) -> bool:
-    return bool(_poller(fd).poll(0))
+    return bool(poller(fd).poll(0))
 
 
 class Doorbell:
@@ -110,18 +110,14 @@ class Doorbell:
     def ring(self, workers: list[int]) -> None:
         """Wake the ``workers`` (asleep): one write to each one's bell."""
         for w in workers:
-            try:
+            with contextlib.suppress(BlockingIOError):  # rung already
                 os.write(self.bells[w], ONE)
-            except BlockingIOError:
-                pass  # rung already
 
     def ring_all(self, parent_row: Any) -> None:
         """Wake every sleeping worker with one write: the next of the shared rings (see the module)."""
         rings = parent_row[P_RINGS] + 1
-        try:
-            os.read(self.rings[(rings + 1) % RINGS], 8)  # quiet for the ring after this one, before anyone polls it
-        except BlockingIOError:
-            pass
+        with contextlib.suppress(BlockingIOError):  # quiet for the ring after this one, before anyone polls it
+            os.read(self.rings[(rings + 1) % RINGS], 8)
         parent_row[P_RINGS] = rings  # after the requests: who reads it sees them
         os.write(self.rings[rings % RINGS], ONE)
 
@@ -148,13 +144,10 @@ class Doorbell:
 
     def _sleep_until(self, done: Callable[[], Any], total: int, counts: Any, parent_row: Any,
                      sentinels: tuple[int, ...], wake_owing: Callable[[], None], deadline: float | None) -> list[int]:
-        """Sleep (``FALLBACK_S`` at most at a time) until ``done()``, ``deadline`` or the end of
-        workers (their sentinels, returned); before each sleep say so in the parent's row and
-        look once more."""
+        """Sleep (``FALLBACK_S`` at most at a time) until ``done()``, ``deadline`` or the end of workers (their
+        sentinels, returned); before each sleep say so in the parent's row and look once more."""
         if self._poller is None or sentinels != self._watched:  # (a restart: other sentinels)
-            self._watched, self._poller = sentinels, select.poll()
-            for fd in (self.wake_fd, *sentinels):
-                self._poller.register(fd, select.POLLIN)
+            self._watched, self._poller = sentinels, poller(self.wake_fd, *sentinels)
         while True:
             remaining = FALLBACK_S if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
@@ -196,10 +189,10 @@ def worker_wait(conn: Connection, lanes: WorkerLanes | None, spin: Spin, bells: 
     """A worker's wait for work (spin, then sleep on its pipe, its bell and the next ring of ``bells``):
     ``LANES`` (new requests in its lanes), ``PIPE`` (one in the pipe) or ``PARENT_GONE`` (process
     ``parent`` ended). ``pollers``: a cache."""
-    if "pipe" not in pollers:
+    if pollers.get("bells") != bells:  # attached (or not yet): the polls anew
         pipe_fd = conn.fileno()
-        pollers["pipe"] = _poller(pipe_fd)
-        pollers["sleep"] = [_poller(pipe_fd, *bells[:1], ring) for ring in bells[1:]] or [_poller(pipe_fd, *bells)]
+        sleep = [poller(pipe_fd, *bells[:1], ring) for ring in bells[1:]] or [poller(pipe_fd, *bells)]
+        pollers.update(bells=bells, pipe=poller(pipe_fd), sleep=sleep)
     if not spin.enabled and not WAIT_TIMES.enabled:  # nothing to spin, learn or count: sleep (after a last look)
         return _sleep_until_work(conn, lanes, parent, pollers["sleep"], bells)
     pipe = pollers["pipe"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import select
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -20,7 +19,7 @@ import numpy as np
 
 from vec_envs.env_states import IN_FLIGHT
 from vec_envs.subproc.child import serve_lanes, serve_reset
-from vec_envs.subproc.doorbell import Doorbell, Spin
+from vec_envs.subproc.doorbell import Doorbell, Spin, poller
 from vec_envs.subproc.lanes import ParentLanes
 from vec_envs.subproc.process import WorkerProcess, describe_exit
 from vec_envs.workers.scheduler import Failure, Scheduler
@@ -33,22 +32,14 @@ DEATH_CHECK_S = 0.01  # while other envs keep answering, how often recv looks fo
 
 
 class LaneScheduler(Scheduler):
-    """Resets and steps through the lanes (see the module).
-
-    Args:
-        lanes: the parent's side of the lanes.
-        actions: the actions in shared memory, a row per env.
-        doorbell: the wake-up fds.
-        spin: how long the parent polls before it sleeps.
-        wake_by_pipe: wakes workers through their pipes (a wake-up may have been lost).
-    """
+    """Resets and steps through the ``lanes`` (see the module), the ``actions`` a row per env in shared
+    memory; ``wake_by_pipe(ws)`` wakes workers through their pipes (a wake-up may have been lost)."""
 
     def __init__(self, *args: Any, lanes: ParentLanes, actions: np.ndarray, doorbell: Doorbell, spin: Spin,
                  wake_by_pipe: Callable[[list[int]], None]) -> None:
         super().__init__(*args)
         self.lanes, self.actions, self.doorbell, self.spin = lanes, actions, doorbell, spin
         self._wake_by_pipe = wake_by_pipe
-        self._expected = lanes.expected
         self._local_said: list[Answers] = []  # the parent's own slice's messages
         self._local_reset: Reset | None = None  # a reset of the parent's own slice, served in collect
         self._round: tuple[int, bytes] | None = None  # a lock-step request out: (its number, the quiet lanes)
@@ -57,9 +48,7 @@ class LaneScheduler(Scheduler):
         self._any_excused = False
         self._sentinels = self._watched()
         self._checked = time.monotonic()
-        self._exits: Any = None
         self.columns = lanes  # infos may come in its info columns
-        self._local = self.workers[-1].is_local  # the parent steps a slice: ``_serve_local``
 
     def submit(self, env_ids: np.ndarray | None, actions: Any) -> None:
         if env_ids is None:  # lock-step: every env, with one number
@@ -91,8 +80,7 @@ class LaneScheduler(Scheduler):
             self._round = None  # the answers of a reset go to recv
             return self._collect_some(count, deadline, timeout)
         failures: dict[int, Failure] = {}
-        if self._local:
-            self._serve_local(deadline)
+        self._serve_local(deadline)
         while not self._round_done():
             ended = self.doorbell.wait(self._round_done, self._target, self.lanes.counts, self.lanes.parent_row,
                                        self.spin, self._sentinels, self._wake_owing, deadline)
@@ -121,7 +109,7 @@ class LaneScheduler(Scheduler):
             for worker in self.workers:
                 if isinstance(worker, WorkerProcess):
                     worker.drop_messages()
-            unanswered = np.flatnonzero((self.lanes.answered >> 1) != self._expected)
+            unanswered = np.flatnonzero((self.lanes.answered >> 1) != self.lanes.expected)
             owing = [self.workers[w] for w in np.unique(self.worker_of[unanswered]).tolist()]
             killed = [w.index for w in owing if isinstance(w, WorkerProcess) and w.usable and w.process.is_alive()]
             if not killed or time.monotonic() >= deadline:
@@ -166,8 +154,7 @@ class LaneScheduler(Scheduler):
         self._excused[worker.first_index:worker.stop] = excused
         self._any_excused |= excused
         if self._round is not None:
-            self._target = sum(self.lanes.counts) + int(np.count_nonzero(
-                ((self.lanes.answered >> 1) != self._round[0]) & ~self._excused))
+            self._target = sum(self.lanes.counts) + len(self.in_flight())
 
     def _collect_some(self, count: int, deadline: float | None, timeout: float | None) -> dict[int, Failure]:
         """Until ``count`` envs are ready (the parent's own served first); a dead worker at once."""
@@ -176,8 +163,7 @@ class LaneScheduler(Scheduler):
         if time.monotonic() - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
             failures = self._ended(None)
         while not failures:
-            if self._local:
-                self._serve_local(deadline)
+            self._serve_local(deadline)
             talking: list[int] = []
             if lanes.scan(states.status, states.ready, talking) and talking:
                 self._read(np.array(talking, np.int64), failures)  # at once: a message is read as it is written
@@ -195,7 +181,7 @@ class LaneScheduler(Scheduler):
         return failures
 
     def _serve_local(self, deadline: float | None) -> None:
-        """The parent's own slice: its reset or its steps asked (while the workers work)."""
+        """The parent's own slice, if it steps one: its reset or its steps asked (while the workers work)."""
         worker = self.workers[-1]
         if not isinstance(worker, LocalWorker) or worker.envs is None or worker.lanes is None:
             return
@@ -224,7 +210,7 @@ class LaneScheduler(Scheduler):
         if message.schema is not None:
             self.lanes.learn(w, message.schema)
         for i, seq, info, reset_info in zip(message.envs, message.seqs or (), message.infos, message.reset_infos):
-            if seq != self._expected[i]:
+            if seq != self.lanes.expected[i]:
                 continue  # of a request given up on
             failure = (message.failures or {}).get(i)
             if failure is not None and w not in failures:
@@ -246,12 +232,7 @@ class LaneScheduler(Scheduler):
         """The workers whose processes ended (``fds``: their sentinels; None: look at all), and how."""
         if fds is None:
             self._checked = time.monotonic()
-            if self._exits is None or self._exits[0] != self._sentinels:
-                poller = select.poll()
-                for fd in self._sentinels:
-                    poller.register(fd, select.POLLIN)
-                self._exits = (self._sentinels, poller)
-            fds = [fd for fd, _ in self._exits[1].poll(0)]
+            fds = [fd for fd, _ in poller(*self._sentinels).poll(0)]
         ended = [w for w in self.workers if isinstance(w, WorkerProcess) and w.usable and w.process.sentinel in fds]
         for w in ended:
             w.process.join(1.0)

@@ -45,6 +45,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import threading
@@ -263,7 +264,7 @@ class WorkerLanes:
         self._capsule = None if _kernel is None else _kernel.answerer(
             self.answered, self.values, rows, w, self._fd, W_ANSWERS, P_SLEEPING, P_TARGET)
         #: how the step loop answers an env with nothing to say, the moment it is done
-        self.done = (self.answer_quiet, self._capsule)
+        self.done = (functools.partial(self.answer, has_message=False), self._capsule)
 
     def has_requests(self) -> bool:
         """Is a request not taken yet? (One bytes comparison: a spinning worker asks often.)"""
@@ -314,9 +315,6 @@ class WorkerLanes:
             with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending already
                 os.write(self._fd, ONE)
 
-    def answer_quiet(self, k: int) -> None:
-        self.answer(k, False)
-
     def propose(self, info: dict[str, Any]) -> Schema | None:
         """The schema to send with ``info``: this worker's (of its first info that fits the
         columns) until the parent knows it; else None."""
@@ -324,9 +322,8 @@ class WorkerLanes:
             return None
         if self.schema is None:
             self.schema = info_schema(info)
-            if self.schema is not None:
-                self._keys = tuple(key for key, _ in self.schema)
-                self._types = tuple(kind for _, kind in self.schema)
+            if self.schema is not None:  # what ``answer_in_columns`` compares each info with
+                self._keys, self._types = tuple(info), tuple(map(type, info.values()))
                 self._is_float = tuple(kind in _FLOATS for kind in self._types)
         return self.schema
 
@@ -349,7 +346,7 @@ class WorkerLanes:
             except (OverflowError, ValueError):  # an int beyond int64
                 return False
         self._ints[base] = self._values[k] >> 1  # after the values, before the answer
-        if self._capsule is not None:
+        if self._capsule is not None:  # (``answer``, one call less on the step's path)
             _kernel.answer(self._capsule, k, False)  # type: ignore[union-attr]
         else:
             self.answer(k, False)

@@ -2,8 +2,8 @@
 
 Spawn and forkserver workers import the main script again, so it needs a file and its
 SubprocVecEnv must be built under ``if __name__ == "__main__":`` (``check_main_guard``); a
-daemonic process may not have children (``check_may_have_children``; a worker may:
-``child.allow_children``).
+daemonic process may not have children (``check_may_have_children``; a worker may: it
+declares itself not daemonic in ``child.worker_main``).
 """
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import select
 import signal
 import threading
 import time
@@ -18,7 +17,7 @@ from typing import Any, TypeVar
 
 from vec_envs.subproc.child import send_attach, worker_main
 from vec_envs.subproc.cloudpickle_wrapper import CloudpickleWrapper
-from vec_envs.subproc.doorbell import Spin, spin_until
+from vec_envs.subproc.doorbell import Spin, poller, spin_until
 from vec_envs.workers.wire import Answers, Command, Reply, Request
 from vec_envs.workers.worker import Worker, WorkerDied
 
@@ -51,8 +50,7 @@ class WorkerProcess(Worker):
         self._awaited = 0  # the number of the request whose reply is due (0: none)
         self._stash: list[Answers] = []  # lanes' messages that came while a reply was awaited
         self.conn, child_conn = ctx.Pipe(duplex=True)
-        self._poller = select.poll()  # a look at the pipe far cheaper than conn.poll()
-        self._poller.register(self.conn.fileno(), select.POLLIN)
+        self._poller = poller(self.conn.fileno())  # a look at the pipe far cheaper than conn.poll()
         self._running = ctx.RawValue("q", 0)  # 1 + the env the worker is calling (0: none)
         pdeathsig = threading.current_thread() is threading.main_thread() or ctx.get_start_method() == "forkserver"
         self.process = ctx.Process(  # type: ignore[attr-defined]

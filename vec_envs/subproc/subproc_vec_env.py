@@ -20,12 +20,12 @@ from vec_envs.subproc.mpi_env_vars import clear_mpi_env_vars
 from vec_envs.subproc.process import WorkerProcess
 from vec_envs.types import EnvFn
 from vec_envs.worker_plan import WorkerPlan, plan_workers, probe_step_cost
-from vec_envs.workers.scheduler import CommandScheduler, Scheduler
+from vec_envs.workers.scheduler import Scheduler
 from vec_envs.workers.wire import Command
 from vec_envs.workers.worker import LocalWorker, Worker, WorkerDied
 from vec_envs.workers.worker_vec_env import WorkerVecEnv, resolve_in_series
 
-__all__ = ["SubprocVecEnv", "default_start_method", "describe_transport"]
+__all__ = ["SubprocVecEnv", "describe_transport"]
 
 STEP_IN_PARENT_WITH_TIMEOUT = (
     "SubprocVecEnv: step_in_parent=True cannot be combined with timeout={timeout!r}: an env stepped in the "
@@ -49,11 +49,6 @@ def describe_transport() -> str:
                 f"{'yes' if bell.bells else 'no, a message each'})")
     finally:
         bell.close()
-
-
-def default_start_method() -> str:
-    """``forkserver`` where the platform has it, else ``spawn``."""
-    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
 class SubprocVecEnv(WorkerVecEnv):
@@ -114,7 +109,7 @@ class SubprocVecEnv(WorkerVecEnv):
         timeout = check_timeout(timeout)  # read below, before WorkerVecEnv checks the rest
         if step_in_parent and timeout is not None:
             raise ValueError(STEP_IN_PARENT_WITH_TIMEOUT.format(timeout=timeout))
-        method = context or default_start_method()
+        method = context or ("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
         if method not in mp.get_all_start_methods():
             raise ValueError(f"context must be one of {mp.get_all_start_methods()}, received {context!r}")
         check_may_have_children()
@@ -143,10 +138,9 @@ class SubprocVecEnv(WorkerVecEnv):
 
     def _plan(self, env_fns: Sequence[EnvFn]) -> WorkerPlan:
         """The layout for ``in_series="auto"``: one env's step timed in a throw-away child process."""
-        cost = probe_step_cost(env_fns[0], self._ctx)
-        if cost is None:  # the workers report the env's error
-            return plan_workers(len(env_fns), available_cpus(), 1.0, 1.0)
-        return plan_workers(len(env_fns), available_cpus(), cost.own_s, cost.cpu_s)
+        cost = probe_step_cost(env_fns[0], self._ctx)  # None: not timed (the workers report an env that fails)
+        own_s, cpu_s = (1.0, 1.0) if cost is None else (cost.own_s, cost.cpu_s)
+        return plan_workers(len(env_fns), available_cpus(), own_s, cpu_s)
 
     def _start_worker(self, w: int, first: int, stop: int, pending: bool) -> Worker:
         with clear_mpi_env_vars():
@@ -170,11 +164,11 @@ class SubprocVecEnv(WorkerVecEnv):
         return self._shared.buffers
 
     def _make_scheduler(self) -> Scheduler:
-        shared, args = self._shared, (type(self).__name__, self.workers, self.buffers, self.reset_infos,
-                                      self._states, self._deferred)
+        shared = self._shared
         if self._lanes is None or shared is None or shared.actions is None or self._doorbell is None:
-            return CommandScheduler(*args)
-        return LaneScheduler(*args, lanes=self._lanes, actions=shared.actions, doorbell=self._doorbell,
+            return super()._make_scheduler()
+        return LaneScheduler(type(self).__name__, self.workers, self.buffers, self.reset_infos, self._states,
+                             self._deferred, lanes=self._lanes, actions=shared.actions, doorbell=self._doorbell,
                              spin=Spin(self._spin or self._thrifty, self._thrifty), wake_by_pipe=self._wake_by_pipe)
 
     def _wake_by_pipe(self, ws: list[int]) -> None:
@@ -185,13 +179,13 @@ class SubprocVecEnv(WorkerVecEnv):
 
     def _prepare_worker(self, w: int) -> None:
         super()._prepare_worker(w)
-        worker, shared, block = self.workers[w], self._shared, None if self._shared is None else self._shared.control
+        worker, shared = self.workers[w], self._shared
         if shared is None:
             return
         if self._lanes is not None:
             self._lanes.restart(w, worker.first_index, worker.stop)  # a new worker starts from the numbers as they are
         if isinstance(worker, LocalWorker):
-            if self._lanes is not None and block is not None and shared.actions is not None:
+            if self._lanes is not None and shared.actions is not None:
                 worker.lanes = (self._lanes.local(w, worker.first_index, worker.stop),
                                 shared.actions[worker.first_index:worker.stop])
             return

@@ -62,8 +62,7 @@ class EnvSlice:
         self.first_index = first_index
         self.running: Any = None  # an int view: 1 + the env being called (see track_running)
         self.envs = [self.call(k, "__init__", lambda: as_gymnasium_env(fn())) for k, fn in enumerate(env_fns)]
-        self.observation_space = self.envs[0].observation_space
-        self.action_space = self.envs[0].action_space
+        self.observation_space, self.action_space = self.envs[0].observation_space, self.envs[0].action_space
         firsts: dict[int, int] = {}
         for k, env in enumerate(self.envs):  # every env a new object, with the spaces of the first
             first = firsts.setdefault(id(env), k)
@@ -77,9 +76,6 @@ class EnvSlice:
         #: envs whose next step is their reset (None: resets in the same step)
         self.pending = np.full(len(self.envs), pending, np.bool_) if deferred else None
         self.attach(BatchBuffers.allocate(self.observation_space, len(self.envs)))
-
-    def __len__(self) -> int:
-        return len(self.envs)
 
     def track_running(self, slot: Any) -> None:
         """Keep ``slot[0]`` at 1 + the global index of the env in a call, else 0 (read if the process dies)."""
@@ -128,8 +124,7 @@ class EnvSlice:
 
     def reset_env(self, k: int, seed: int | None = None, options: dict | None = None) -> Info:
         """Reset env ``k`` into its row (reward 0, done False); its reset info."""
-        env = self.envs[k]
-        self._store_reset(k, self.call(k, "reset", lambda: env.reset(seed=seed, options=options)))
+        self._store_reset(k, self.call(k, "reset", lambda: self.envs[k].reset(seed=seed, options=options)))
         self._rewards[k], self._dones[k] = 0.0, False
         if self.pending is not None:
             self.pending[k] = False
@@ -137,16 +132,17 @@ class EnvSlice:
 
     def _store_reset(self, k: int, result: Any) -> None:
         """Check env ``k``'s reset ``result``, store its observation and its reset info."""
-        index = self.first_index + k
-        obs, info = self.call(k, "reset", lambda: check_reset_result(result, index))
+        obs, info = self.call(k, "reset", lambda: check_reset_result(result, self.first_index + k))
+        self._write(k, obs, "reset")
+        self.reset_infos[k] = self.call(k, "reset", lambda: dict(info))
+
+    def _write(self, k: int, obs: Any, method: str) -> None:
+        """Write env ``k``'s observation from ``method`` into its row: one that does not fit is the env's failure."""
         try:
             self._write_row(k, obs)
         except ObservationError as exc:
-            raise EnvCallFailed(index, "reset") from self._named(exc, k, "reset")
-        self.reset_infos[k] = self.call(k, "reset", lambda: dict(info))
-
-    def _named(self, exc: ObservationError, k: int, method: str) -> ObservationError:
-        return ObservationError(f"env {self.first_index + k} returned from {method}(): {exc}")
+            error = ObservationError(f"env {self.first_index + k} returned from {method}(): {exc}")
+            raise EnvCallFailed(self.first_index + k, method) from error
 
     def step(self, actions: Sequence[Any], ks: Sequence[int] | range | None = None, infos: list[Info] | None = None,
              said: list[int] | None = None, done: tuple[Callable[[int], None], Any] | None = None) -> list[Info]:
@@ -158,28 +154,28 @@ class EnvSlice:
         infos = [] if infos is None else infos
         ks = range(len(self.envs)) if ks is None else ks
         if type(ks) is range:  # one run
-            self._step_run(actions, ks.start, ks.start, ks.stop, infos, said, done)
+            self._step_run(actions, ks.start, ks.stop, infos, said, done)
             return infos
         j = 0
         while j < len(ks):  # runs of consecutive envs: one loop each
             stop = j + 1
             while stop < len(ks) and ks[stop] == ks[stop - 1] + 1:
                 stop += 1
-            self._step_run(actions[j:stop], ks[j], ks[j], ks[j] + stop - j, infos, said, done)
+            self._step_run(actions[j:stop], ks[j], ks[j] + stop - j, infos, said, done)
             j = stop
         return infos
 
-    def _step_run(self, actions: Sequence[Any], offset: int, start: int, stop: int, infos: list[Info],
-                  said: list[int] | None, done: tuple[Callable[[int], None], Any] | None) -> None:
-        """Envs ``start:stop`` (env k with ``actions[k - offset]``), their infos appended."""
+    def _step_run(self, actions: Sequence[Any], start: int, stop: int, infos: list[Info], said: list[int] | None,
+                  done: tuple[Callable[[int], None], Any] | None) -> None:
+        """Envs ``start:stop`` (env k with ``actions[k - start]``), their infos appended."""
         rows, k = self._rows, start
         hook = None if done is None else (done[0] if done[1] is None else done[1])
         while k < stop:
             if rows is None:
-                info = self.step_env(k, actions[k - offset])
+                info = self.step_env(k, actions[k - start])
             else:  # the C loop stores the usual results: k is the first it hands back
                 k, result, error, resetting, step_info = _kernel.step_quiet(  # type: ignore[union-attr]
-                    rows, actions, offset, k, stop, infos, hook, said)
+                    rows, actions, start, k, stop, infos, hook, said)
                 if k == stop:
                     return
                 info = self._settle_reset(k, result, error, step_info) if resetting else self._settle(k, result, error)
@@ -210,11 +206,11 @@ class EnvSlice:
             raise EnvCallFailed(index, "step") from error
         try:  # whatever the result makes fail (a broken info's __len__) is the env's failure
             obs, reward, terminated, truncated, info = check_step_result(result, index)
-            self._write_row(k, obs)
+            self._write(k, obs, "step")
             info = dict(info) if info else {}  # the caller's own (an env may reuse its dict)
             self._rewards[k] = reward
-        except ObservationError as exc:
-            raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
+        except EnvCallFailed:
+            raise
         except Exception as exc:
             raise EnvCallFailed(index, "step") from exc
         self._dones[k] = ended = terminated or truncated
@@ -251,17 +247,14 @@ class EnvSlice:
             copy_row(buffers.terminal_obs, buffers.obs, k)  # type: ignore[arg-type]
         else:
             info["terminal_observation"] = copy_obs(get_row(buffers.obs, k))
-        env = self.envs[k]
-        self._store_reset(k, self.call(k, "reset", lambda: env.reset()))
+        self._store_reset(k, self.call(k, "reset", lambda: self.envs[k].reset()))
 
     def step_from(self, k: int, state: Any, action: Any, dt: int, return_state: bool) -> tuple:
         """Planning: restore ``state`` (unless None), step ``action`` up to ``dt`` times until the episode
         ends (no autoreset), into row ``k``. ``(new state or None, summed reward, terminated, truncated, info)``."""
-        from vec_envs.planning.env_state import get_env_state, set_env_state
-
         env, index = self.envs[k], self.first_index + k
         if state is not None:
-            self.call(k, "set_state", lambda: set_env_state(env, state, index))
+            self.set_state(k, state)
         total, obs, terminated, truncated, info = 0.0, None, False, False, {}
         for _ in range(dt):
             obs, reward, terminated, truncated, info = self.call(k, "step", lambda: check_step_result(
@@ -269,12 +262,18 @@ class EnvSlice:
             total += float(reward)
             if terminated or truncated:
                 break
-        try:
-            self._write_row(k, obs)
-        except ObservationError as exc:
-            raise EnvCallFailed(index, "step") from self._named(exc, k, "step")
-        new_state = self.call(k, "get_state", lambda: get_env_state(env, index)) if return_state else None
+        self._write(k, obs, "step")
+        new_state = self.get_state(k) if return_state else None
         return new_state, total, terminated, truncated, self.call(k, "step", lambda: dict(info))
+
+    def get_state(self, k: int) -> Any:
+        """Env ``k``'s state, for planning (``vec_envs.planning.env_state``)."""
+        from vec_envs.planning.env_state import get_env_state
+        return self.call(k, "get_state", lambda: get_env_state(self.envs[k], self.first_index + k))
+
+    def set_state(self, k: int, state: Any) -> None:
+        from vec_envs.planning.env_state import set_env_state
+        self.call(k, "set_state", lambda: set_env_state(self.envs[k], state, self.first_index + k))
 
     def image(self, k: int) -> np.ndarray:
         """Env ``k``'s frame (``render()``), which must be an image."""
@@ -307,22 +306,22 @@ def step_envs(envs: EnvSlice, ks: list[int] | range, actions: Any, said: list[in
     """Step env ``ks[j]`` with ``actions[j]``, going on past a failed env (``said``, ``done``: as in
     ``EnvSlice.step``; a failed env is said); the infos (``{}`` for a failed env) and the failures."""
     infos: list[Info] = []
-    failed: dict[int, EnvCallFailed] = {}
+    failures: dict[int, EnvCallFailed] = {}
     while len(infos) < len(ks):
         j = len(infos)
-        try:
-            if type(ks) is range:  # one run: its loop at once
-                envs._step_run(actions, ks.start, ks.start + j, ks.stop, infos, said, done)
+        try:  # from the first env not stepped yet (one run: its loop at once)
+            if type(ks) is range:
+                envs._step_run(actions[j:] if j else actions, ks.start + j, ks.stop, infos, said, done)
             else:
                 envs.step(actions[j:] if j else actions, ks[j:] if j else ks, infos, said, done)
         except EnvCallFailed as exc:
-            failed[exc.env_index] = exc
+            failures[exc.env_index] = exc
             if envs.running is not None:
                 envs.running[0] = 0
             infos.append({})
             if said is not None:
                 said.append(ks[len(infos) - 1])
-    return infos, failed
+    return infos, failures
 
 
 def with_terminal(buffers: BatchBuffers, i: int, info: Info, deferred: bool = False) -> Info:

@@ -1,11 +1,8 @@
 """Scheduler: how a worker VecEnv's resets and steps reach its envs, and their answers come back.
 
-One interface for every transport: ``submit(env_ids, actions)`` asks envs to step (None: every env,
-lock-step), ``submit_reset`` every env to reset; ``collect(count, timeout)`` waits until every env
-asked answered (``count`` None) or ``count`` envs are ready for ``recv``, and returns the failed or
-dead workers, which the VecEnv raises or replaces (``restarted``: their envs then answer
-``done=True``, reward 0 and ``infos[i]["env_restarted"]``); ``take(env_ids)`` returns the answered
-envs' infos (their rows are in the batch buffers). ``CommandScheduler`` works through requests (Ray
+One interface for every transport: ``submit`` and ``submit_reset`` ask envs, ``collect`` waits for their
+answers and returns the workers that failed (the VecEnv raises or replaces them: ``restarted``), ``take``
+returns the infos (the rows are in the batch buffers). ``CommandScheduler`` works through requests (Ray
 actors, pipes, the parent's own slice), the subprocess transport's ``LaneScheduler`` through shared memory.
 """
 from __future__ import annotations
@@ -113,8 +110,9 @@ class Scheduler:
         return infos
 
     def restarted(self, w: int, error: str) -> None:
-        """Worker ``w`` was replaced, its envs reset anew: their next rows say so (after its ``send``
-        for an env waiting for one), unless a reset() is out (it got the reset asked for)."""
+        """Worker ``w`` was replaced, its envs reset anew: their next rows say so (``done=True``, reward 0,
+        ``infos[i]["env_restarted"]``; after its ``send`` for an env waiting for one), unless a reset() is
+        out (it got the reset asked for)."""
         if self.resets_out and not self.states.round:
             return
         envs = range(self.workers[w].first_index, self.workers[w].stop)

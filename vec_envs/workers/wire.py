@@ -119,16 +119,6 @@ class Answers(NamedTuple):
 
 
 # ------------------------------------------------------------ the worker's side
-def _states(envs: EnvSlice, k: int, _: None) -> Any:
-    from vec_envs.planning.env_state import get_env_state
-    return envs.call(k, "get_state", lambda: get_env_state(envs.envs[k], envs.first_index + k))
-
-
-def _set_state(envs: EnvSlice, k: int, state: Any) -> None:
-    from vec_envs.planning.env_state import set_env_state
-    envs.call(k, "set_state", lambda: set_env_state(envs.envs[k], state, envs.first_index + k))
-
-
 def _with_row(envs: EnvSlice, k: int, *result: Any) -> tuple:
     """``(env k's observation row, *result)``: the row read after the call that gave ``result``."""
     return (copy_obs(get_row(envs.buffers.obs, k)), *result)
@@ -142,8 +132,8 @@ ENV_CALLS: dict[str, Callable[..., Any]] = {
         k, name, lambda: env_attr(s.envs[k], name)(*args, **kwargs)),
     "env_is_wrapped": lambda s, k, _, wrapper_class: is_wrapped(s.envs[k], wrapper_class),
     "get_images": lambda s, k, _: s.image(k),
-    "get_states": _states,
-    "set_states": _set_state,
+    "get_states": lambda s, k, _: s.get_state(k),
+    "set_states": lambda s, k, state: s.set_state(k, state),
     "step_from": lambda s, k, value, return_states: _with_row(s, k, *s.step_from(k, *value, return_states)),
     "reset_one": lambda s, k, value: _with_row(s, k, dict(s.reset_env(k, *value))),
 }

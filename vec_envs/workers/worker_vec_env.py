@@ -17,7 +17,7 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from vec_envs.autoreset import AutoresetMode
 from vec_envs.cpus import available_cpus
 from vec_envs.errors import EnvTimeoutError, EnvWorkerError
 from vec_envs.spaces.batching import BatchBuffers, copy_obs, create_batch, is_fixed_size, make_writer, take_rows
-from vec_envs.types import EnvFn, Info, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
+from vec_envs.types import EnvFn, VecEnvIndices, VecEnvObs, VecEnvRecvReturn, VecEnvStepReturn
 from vec_envs.vec_env_base import VecEnvBase
 from vec_envs.workers.env_slice import spaces_mismatch
 from vec_envs.workers.scheduler import DID_NOT_ANSWER, CommandScheduler, Failure, Scheduler, write_rows_of
@@ -77,23 +77,16 @@ def worker_error(worker: Worker, failure: Failure, method: str) -> BaseException
                           remote_traceback=failure.traceback)
 
 
-class WorkerEnvAccess:
-    """A worker VecEnv's round trips other than resets and steps (a mixin of ``WorkerVecEnv``)."""
+class WorkerEnvAccess(VecEnvBase):
+    """A worker VecEnv's round trips other than resets and steps (the base of ``WorkerVecEnv``)."""
 
     workers: list[Worker]
     scheduler: Scheduler
     buffers: BatchBuffers
-    reset_infos: list[Info]
     timeout: float | None
-    num_envs: int
     copy: bool
-    start_timeout_s: ClassVar[float]
-    observation_space: Any
-    action_space: Any
-
-    if TYPE_CHECKING:  # VecEnvBase's, which the VecEnv inherits
-        def _check_idle(self, method: str) -> None: ...
-        def _indices(self, indices: VecEnvIndices, method: str) -> list[int]: ...
+    #: the least seconds new workers get to build their envs and answer (a constructor timeout is raised to it)
+    start_timeout_s: ClassVar[float] = 0.0
 
     def _round_trips(self, requests: dict[int, tuple[Command, Any]], method: str,
                      timeout: float | None = None) -> dict[int, Any]:
@@ -195,12 +188,9 @@ class WorkerEnvAccess:
         return row
 
 
-class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
+class WorkerVecEnv(WorkerEnvAccess):
     """Envs in workers, each stepping a contiguous slice in series (see the module); with
     ``step_in_parent`` the parent steps the last slice itself (a ``LocalWorker``)."""
-
-    #: the least seconds new workers get to build their envs and answer (a constructor timeout is raised to it)
-    start_timeout_s: ClassVar[float] = 0.0
 
     def __init__(self, env_fns: Sequence[EnvFn], in_series: int | str = "auto", copy: bool = True,
                  timeout: float | None = None, on_error: str = "raise", max_restarts: int = 10,
@@ -331,9 +321,10 @@ class WorkerVecEnv(WorkerEnvAccess, VecEnvBase):
 
     def _recv(self, count: int, timeout: float | None) -> VecEnvRecvReturn:
         try:
-            failures = self.scheduler.collect(count, self.timeout if timeout is None else timeout)
+            timeout = self.timeout if timeout is None else timeout
+            failures = self.scheduler.collect(count, timeout)
             if failures:
-                self._replace_failed(failures, count, self.timeout if timeout is None else timeout, "recv")
+                self._replace_failed(failures, count, timeout, "recv")
             env_ids = self._states.take_ready(count)
             infos = self.scheduler.take(env_ids)
         except EnvTimeoutError:
