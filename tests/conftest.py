@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import signal
+import sys
 
 import pytest
 
@@ -16,6 +18,21 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     worker_groups.register(config)  # under pytest-xdist: the tests of a group run in one worker
+    keep_bytecode_in_the_cache(config)
+
+
+def keep_bytecode_in_the_cache(config):
+    """Where Python was told to write no bytecode beside the sources (``PYTHONDONTWRITEBYTECODE``),
+    keep it in pytest's cache folder instead, for this process and every process the tests start:
+    the suite starts some thousand interpreters (workers, scripts, Ray actors), and each would
+    compile the package's modules anew. Nothing is written beside the sources."""
+    cache = getattr(config, "cache", None)  # None: pytest's cache is switched off (-p no:cacheprovider)
+    if not sys.dont_write_bytecode or cache is None or sys.pycache_prefix is not None:
+        return
+    prefix = str(cache.mkdir("bytecode"))
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(items):
