@@ -12,8 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+import pytest
 
 XVFB = shutil.which("Xvfb")
+#: the tests that start a server run one after another (in one worker under pytest-xdist): with
+#: two servers starting and stopping at once, a client's window now and then never reached the
+#: screen of the server it was given, which stayed black
+one_server_at_a_time = pytest.mark.xdist_group("xvfb")
 
 
 class Display:

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.xvfb import XVFB, xvfb
+from tests.xvfb import XVFB, one_server_at_a_time, xvfb
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)]
@@ -38,6 +38,7 @@ def run_python(code, env, **kwargs):
 
 
 @pytest.mark.skipif(XVFB is None, reason="no Xvfb binary (apt-get install xvfb); CI installs it")
+@one_server_at_a_time
 def test_human_render_shows_every_tile_in_one_window():
     from tests.envs import ColorEnv
     from vec_envs import tile_images

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -e '.[atari]'")
 
 import vec_envs  # noqa: E402
-from tests.xvfb import XVFB, xvfb  # noqa: E402
+from tests.xvfb import XVFB, one_server_at_a_time, xvfb  # noqa: E402
 
 pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
 
@@ -136,6 +136,7 @@ def tiles_on_screen(screen: np.ndarray, walls: np.ndarray) -> list[tuple[int, in
 
 
 @pytest.mark.skipif(XVFB is None, reason="no Xvfb binary (apt-get install xvfb); CI installs it")
+@one_server_at_a_time
 def test_render_shows_one_game_tile_per_env_in_one_window():
     walls = breakout_walls()
     with xvfb() as display:
