@@ -88,7 +88,16 @@ class EnvStates:
 
     def check_send(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as an int64 array; ValueError unless each env is RETURNED, once."""
-        ids, counts = self._as_indices(env_ids)
+        ids, counts = np.zeros(0, np.int64), None
+        try:  # a ValueError: ragged, or a negative index (a uint64 beyond int64 turns negative)
+            given = np.asarray(env_ids)
+            if given.ndim == 1 and (given.dtype.kind in "iu" or given.size == 0):
+                ids = given.astype(np.int64, copy=False)
+                counts = np.bincount(ids, minlength=self.num_envs)
+        except (TypeError, ValueError):
+            pass
+        if counts is None or len(counts) != self.num_envs:  # (longer: an index past the last env)
+            raise ValueError(BAD_ENV_IDS.format(cls=self.cls, last=self.num_envs - 1, value=env_ids))
         if not np.count_nonzero(counts > (self.status == RETURNED)):  # none named twice, or not returned
             return ids
         if np.count_nonzero(counts > 1):
@@ -98,18 +107,6 @@ class EnvStates:
         why = "in flight" if np.isin(status[wrong], (IN_FLIGHT, ANSWERED)).all() else \
             "no async round is running for some: async_reset() starts one"
         raise ValueError(NOT_RETURNED.format(cls=self.cls, envs=ids[wrong].tolist(), why=why))
-
-    def _as_indices(self, env_ids: Any) -> tuple[np.ndarray, np.ndarray]:
-        try:  # a ValueError: ragged, or a negative index (a uint64 beyond int64 turns negative)
-            ids = np.asarray(env_ids)
-            if ids.ndim == 1 and (ids.dtype.kind in "iu" or ids.size == 0):
-                ids = ids.astype(np.int64, copy=False)
-                counts = np.bincount(ids, minlength=self.num_envs)
-                if len(counts) == self.num_envs:  # else an index past the last env
-                    return ids, counts
-        except (TypeError, ValueError):
-            pass
-        raise ValueError(BAD_ENV_IDS.format(cls=self.cls, last=self.num_envs - 1, value=env_ids))
 
     def start_all(self) -> None:
         """``async_reset``: every env is in flight, asked to reset."""

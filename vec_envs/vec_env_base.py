@@ -169,7 +169,7 @@ class VecEnvBase(BackendHooks):
     def _start_step(self, actions: Any) -> None:
         """``step_async``: check the call and the actions, start the backend's step."""
         if self.closed or self._pending is not None or self._failure.error is not None or self._states.flying \
-                or (self._owner_pid is not None and os.getpid() != self._owner_pid):  # _cannot_go_on, inline
+                or (self._owner_pid is not None and os.getpid() != self._owner_pid):  # closed, broken, forked, busy
             self._check_idle("step_async")  # raises, saying why
         actions = check_actions(self.action_space, actions, self.num_envs, "step_async", owner=self._action_owner,
                                 ignored=functools.partial(self._ignored_actions, None))
@@ -237,7 +237,8 @@ class VecEnvBase(BackendHooks):
         ``batch_size`` envs are in flight, EnvTimeoutError (naming the busy envs) after
         ``timeout`` seconds (None: no limit; the envs stay in flight).
         """
-        if self._cannot_go_on():
+        if self.closed or self._pending is not None or self._failure.error is not None \
+                or (self._owner_pid is not None and os.getpid() != self._owner_pid):  # closed, broken, forked, busy
             self._check_no_lockstep_call("recv")  # raises, saying why
         if timeout is not None:
             timeout = check_timeout(timeout, "recv(): timeout")
@@ -258,7 +259,8 @@ class VecEnvBase(BackendHooks):
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step env ``env_ids[j]`` with ``actions[j]``; ``env_ids`` must be envs returned by
         ``recv`` and not sent to since (anything else raises ValueError naming them)."""
-        if self._cannot_go_on():
+        if self.closed or self._pending is not None or self._failure.error is not None \
+                or (self._owner_pid is not None and os.getpid() != self._owner_pid):  # closed, broken, forked, busy
             self._check_no_lockstep_call("send")  # raises, saying why
         ids = self._states.check_send(env_ids)
         actions = check_env_actions(self.action_space, actions, ids, "send", self._action_owner,
@@ -509,11 +511,6 @@ class VecEnvBase(BackendHooks):
         return f"{type(self).__name__}(num_envs={self.num_envs})"
 
     # ---------------------------------------------------------------- checks
-    def _cannot_go_on(self) -> bool:
-        """Closed, broken, in another process, or a lock-step call pending: the checks below say which."""
-        return (self.closed or self._pending is not None or self._failure.error is not None
-                or (self._owner_pid is not None and os.getpid() != self._owner_pid))
-
     def _check_open(self, method: str) -> None:
         if self.closed:
             raise ClosedEnvironmentError(CLOSED.format(cls=type(self).__name__, method=method))

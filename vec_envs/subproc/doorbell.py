@@ -72,12 +72,6 @@ def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
     return result
 
 
-def _drain(fd: int) -> None:
-    with contextlib.suppress(BlockingIOError):  # every wake-up written so far
-        while len(os.read(fd, 4096)) == 4096:
-            pass
-
-
 def poller(*fds: int) -> Any:
     """A ``select.poll`` that waits for input on ``fds``."""
     polls = select.poll()
@@ -167,9 +161,11 @@ class Doorbell:
             for fd, _ in events:
                 if fd != self.wake_fd:
                     ended.append(fd)
-                else:
-                    _drain(fd)
-                    self.wakes += 1
+                    continue
+                with contextlib.suppress(BlockingIOError):  # every wake-up written so far (a pipe: perhaps several)
+                    while len(os.read(fd, 4096)) == 4096:
+                        pass
+                self.wakes += 1
             self.naps += not events
             if ended or done():
                 return ended
@@ -228,8 +224,9 @@ def _sleep_until_work(conn: Connection, lanes: WorkerLanes | None, parent: int, 
             for fd, _ in events:
                 if fd == pipe:
                     woken = PIPE
-                elif fd == bells[0]:
-                    _drain(fd)  # its own bell: quiet until the next write (a ring: quiet after the next rings)
+                elif fd == bells[0]:  # its own bell (an eventfd: one read empties it), quiet until the next write
+                    with contextlib.suppress(BlockingIOError):  # (a ring: quiet after the next rings)
+                        os.read(fd, 8)
             if events:
                 return woken
             if os.getppid() != parent:

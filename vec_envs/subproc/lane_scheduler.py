@@ -53,8 +53,9 @@ class LaneScheduler(Scheduler):
     def submit(self, env_ids: np.ndarray | None, actions: Any) -> None:
         if env_ids is None:  # lock-step: every env, with one number
             self.actions[...] = actions
-            target = sum(self.lanes.counts) + len(self.worker_of)  # before the request: answers may come at once
-            self._begin(self.lanes.request(slice(None)), target)
+            self._target = sum(self.lanes.counts) + len(self.worker_of)  # before the request: answers come at once
+            seq = self.lanes.request(slice(None))
+            self._round = (seq, (seq << 1).to_bytes(8, "little") * len(self.worker_of))
             return
         self.actions[env_ids] = actions
         self.lanes.request(env_ids, self.worker_of[env_ids])  # after the actions: a worker that sees it finds them
@@ -63,7 +64,8 @@ class LaneScheduler(Scheduler):
         self.states.resetting[:] = self.resets_out = True
         self._sentinels = self._watched()  # the workers a reset replaced
         seq = self.lanes.reserve(slice(None))
-        self._begin(seq, sum(self.lanes.counts) + len(self.worker_of))
+        self._round = (seq, (seq << 1).to_bytes(8, "little") * len(self.worker_of))
+        self._target = sum(self.lanes.counts) + len(self.worker_of)
         for worker in self.workers:
             a, b = worker.first_index, worker.stop
             request = Reset(list(range(b - a)), None if seeds is None else seeds[a:b],
@@ -93,6 +95,8 @@ class LaneScheduler(Scheduler):
         if self.lanes.answered.tobytes() != cast(tuple, self._round)[1]:  # some env talked (or a worker died)
             self._read(np.flatnonzero((self.lanes.answered & 1).astype(np.bool_) & ~self._excused), failures)
         self._round = None
+        if self._any_excused:  # the round is over: its dead workers' envs are waited for again
+            self._excused[:] = self._any_excused = False
         return failures
 
     def in_flight(self) -> list[int]:
@@ -131,13 +135,6 @@ class LaneScheduler(Scheduler):
         vars(self.lanes).clear()  # its views of the control block
         super().release()
 
-    def _begin(self, seq: int, target: int) -> None:
-        """Every env was asked with number ``seq``: ``collect(None)`` waits for ``target`` answers."""
-        self._round = (seq, (seq << 1).to_bytes(8, "little") * len(self.worker_of))
-        self._target = target
-        if self._any_excused:
-            self._excused[:] = self._any_excused = False
-
     def _round_done(self) -> bool:
         """Has every env answered the round (one bytes comparison when none talked)?"""
         seq, quiet = self._round  # type: ignore[misc]
@@ -160,21 +157,25 @@ class LaneScheduler(Scheduler):
         """Until ``count`` envs are ready (the parent's own served first); a dead worker at once."""
         states, lanes = self.states, self.lanes
         failures: dict[int, Failure] = {}
-        if time.monotonic() - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
-            failures = self._ended(None)
+        now = time.monotonic()
+        if now - self._checked > DEATH_CHECK_S:  # a dead worker's envs never come back
+            self._checked = now
+            dead = self._deaths.poll(0)
+            if dead:
+                failures = self._ended([fd for fd, _ in dead])
         while not failures:
             self._serve_local(deadline)
             talking: list[int] = []
+            answers = sum(lanes.counts)  # before the scan: every answer it counts, the scan sees
             if lanes.scan(states.status, states.ready, talking) and talking:
                 self._read(np.array(talking, np.int64), failures)  # at once: a message is read as it is written
             if failures or len(states.ready) >= count:
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 raise self.timeout_error("recv", timeout)
-            wanted = count - len(states.ready)
-            total = sum(lanes.counts) + max(1, wanted - lanes.count_finished(states.status))
-            enough: Callable[[], bool] = functools.partial(_at_least, lanes.count_finished, states.status, wanted)
-            ended = self.doorbell.wait(enough, total, lanes.counts,
+            wanted = count - len(states.ready)  # (answers the scan did not count wake the parent early: no harm)
+            enough: Callable[[], bool] = functools.partial(lanes.finished, states.status, wanted)
+            ended = self.doorbell.wait(enough, answers + wanted, lanes.counts,
                                        lanes.parent_row, self.spin, self._sentinels, self._wake_owing, deadline)
             if ended:
                 failures.update(self._ended(ended))
@@ -226,18 +227,14 @@ class LaneScheduler(Scheduler):
             self._wake_by_pipe(asleep)
 
     def _watched(self) -> tuple[int, ...]:
-        return tuple(w.process.sentinel for w in self.workers if isinstance(w, WorkerProcess) and w.usable)
+        """The sentinels of the workers' processes (``_deaths`` polls them)."""
+        sentinels = tuple(w.process.sentinel for w in self.workers if isinstance(w, WorkerProcess) and w.usable)
+        self._deaths = poller(*sentinels)
+        return sentinels
 
-    def _ended(self, fds: list[int] | None) -> dict[int, Failure]:
-        """The workers whose processes ended (``fds``: their sentinels; None: look at all), and how."""
-        if fds is None:
-            self._checked = time.monotonic()
-            fds = [fd for fd, _ in poller(*self._sentinels).poll(0)]
+    def _ended(self, fds: list[int]) -> dict[int, Failure]:
+        """The workers whose processes ended (``fds``: their sentinels), and how."""
         ended = [w for w in self.workers if isinstance(w, WorkerProcess) and w.usable and w.process.sentinel in fds]
         for w in ended:
             w.process.join(1.0)
         return {w.index: WorkerDied(describe_exit(w.process.exitcode)) for w in ended}
-
-
-def _at_least(count: Callable[[np.ndarray], int], status: np.ndarray, wanted: int) -> bool:
-    return count(status) >= wanted

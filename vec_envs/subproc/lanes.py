@@ -193,6 +193,12 @@ class ParentLanes:
             return _kernel.count_finished(self.answered, self.expected, status)
         return int(np.count_nonzero((status == IN_FLIGHT) & ((self.answered >> 1) == self.expected)))
 
+    def finished(self, status: np.ndarray, wanted: int) -> bool:
+        """Would ``scan`` find ``wanted`` envs now? (A waiting parent asks often.)"""
+        if _kernel is not None:
+            return _kernel.count_finished(self.answered, self.expected, status) >= wanted
+        return self.count_finished(status) >= wanted
+
     def sleeping(self, w: int) -> bool:
         return bool(self._sleeping[w])
 
