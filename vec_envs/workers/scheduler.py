@@ -88,8 +88,10 @@ class Scheduler:
             self.owed.clear()
         if self.said or self.flagged or self.resets_out:
             said, flagged, resetting, ending = self.said, self.flagged, self.states.resetting, dones.tolist()
-            ids = range(len(dones)) if env_ids is None else env_ids.tolist()
-            for j, i in enumerate(ids):  # what the env said (and its reset's info) over its rows' info
+            # (lock-step, no reset out: only the envs that said something or were flagged, each at its index)
+            ids: Any = env_ids.tolist() if env_ids is not None else range(len(dones)) if self.resets_out else \
+                [*said, *(flagged.keys() - said.keys())]
+            for j, i in zip(ids if env_ids is None else range(len(ids)), ids):  # what it said over its rows' info
                 got = said.pop(i, None)
                 error = flagged.pop(i, None)
                 if error is not None:  # its worker was replaced
