@@ -144,9 +144,7 @@ class ParentLanes:
         self._info_seqs = columns[:, 0]
         self.objects: dict[int, dict[str, Any]] = {}  # env -> the info the parent's own slice answered with
         self._ints, self._floats = _columns(columns)
-        #: worker -> its schema's keys, the words its values are read as when all are Python ints or all
-        #: Python floats (else None), and per value (the type made of it or None, is it a float)
-        self.schemas: dict[int, tuple[tuple[str, ...], Any, list[tuple[Any, bool]]]] = {}
+        self.schemas: dict[int, list[tuple[str, Any, bool]]] = {}  # worker -> (key, type, is float) per value
         self.expected = self.requested.copy()  # the number each env's answer will carry
         self._top = int(self.expected.max(initial=0))  # the highest number used, for any env
         self._sleeping = self.rows[:workers, W_SLEEPING]
@@ -206,10 +204,7 @@ class ParentLanes:
 
     def learn(self, w: int, schema: Schema) -> None:
         """Worker ``w``'s infos of ``schema`` may come in the info columns."""
-        kinds = {kind for _, kind in schema}
-        words = self._ints if kinds == {int} else self._floats if kinds == {float} else None
-        values = [(None if kind in (int, float) else kind, kind in _FLOATS) for _, kind in schema]
-        self.schemas[w] = (tuple(key for key, _ in schema), words, values)
+        self.schemas[w] = [(key, None if kind in (int, float) else kind, kind in _FLOATS) for key, kind in schema]
         self.rows[w, W_SCHEMA] = 1
 
     def local(self, w: int, first: int, stop: int) -> WorkerLanes:
@@ -226,21 +221,15 @@ class ParentLanes:
         else:
             hits = (self._info_seqs[env_ids] == self.expected[env_ids]).nonzero()[0]
             ids = env_ids[hits]
-        objects, schemas, ended = self.objects, self.schemas, dones.tolist()
-        for j, i, w in zip(hits.tolist(), ids.tolist(), worker_of[ids].tolist()):
-            info = objects.pop(i, None) if objects else None
+        objects, schemas = self.objects, self.schemas
+        for j, i, w, ended in zip(hits.tolist(), ids.tolist(), worker_of[ids].tolist(), dones[hits].tolist()):
+            info = objects.pop(i, None)
             if info is None:
-                keys, words, values = schemas[w]
-                at = i * INFO_WORDS + 1
-                if words is not None:  # (the usual schema: one slice of words)
-                    info = dict(zip(keys, words[at:at + len(keys)].tolist()))
-                else:
-                    info = {}
-                    for key, (kind, is_float) in zip(keys, values):
-                        value = self._floats[at] if is_float else self._ints[at]
-                        info[key] = value if kind is None else kind(value)
-                        at += 1
-            if ended[j]:
+                info = {}
+                for at, (key, kind, is_float) in enumerate(schemas[w], i * INFO_WORDS + 1):
+                    value = self._floats[at] if is_float else self._ints[at]
+                    info[key] = value if kind is None else kind(value)
+            if ended:
                 said[i] = (info, None)
             else:
                 infos[j] = info
