@@ -240,7 +240,9 @@ def test_the_c_passes_refuse_arrays_they_cannot_read() -> None:
     with pytest.raises(ValueError, match="int64"):
         kernel.take_runs(np.zeros(4, np.int32), lanes, lanes.copy())
     with pytest.raises(ValueError, match="status must be a 1-D int8"):
-        kernel.count_finished(lanes, lanes, flags)
+        kernel.scan(lanes, lanes, flags, None, None)
+    with pytest.raises(TypeError, match="both None"):
+        kernel.scan(lanes, lanes, status, [], None)
     with pytest.raises(ValueError, match="has 3 envs"):
         kernel.scan(lanes, lanes, np.zeros(3, np.int8), [], [])
     read_only = np.zeros(4, np.int64)
@@ -249,7 +251,16 @@ def test_the_c_passes_refuse_arrays_they_cannot_read() -> None:
         kernel.take_runs(lanes, read_only, lanes.copy())
     with pytest.raises(ValueError, match="answerer"):
         kernel.answerer(lanes, lanes, np.zeros((2, 8), np.int64), 1, -1, 1, 0, 1)  # worker 1 of 1
-    answerer = kernel.answerer(lanes, lanes, np.zeros((2, 8), np.int64), 0, -1, 1, 0, 1)
+    rows = np.zeros((2, 8), np.int64)
+    for columns, objects in ((np.zeros((3, 8), np.int64), None), (np.zeros((4, 8), np.int32), None),
+                             (np.zeros((4, 8), np.int64), [])):  # an env short, not int64, objects not a dict
+        with pytest.raises(ValueError, match="answerer"):
+            kernel.answerer(lanes, lanes, rows, 0, -1, 1, 0, 1, columns, 2, 0, objects)
+    answerer = kernel.answerer(lanes, lanes, rows, 0, -1, 1, 0, 1, np.zeros((4, 8), np.int64), 2)
     with pytest.raises(IndexError, match="env 4 of a slice of 4"):
         kernel.answer(answerer, 4, False)
+    with pytest.raises(ValueError, match="a key, a type and a kind per value"):
+        kernel.schema(answerer, ("lives",), (int,), b"ii")
+    with pytest.raises(ValueError, match="fewer than 8"):
+        kernel.schema(answerer, tuple("abcdefgh"), (int,) * 8, b"i" * 8)
     del status

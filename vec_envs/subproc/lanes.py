@@ -18,8 +18,8 @@ of consecutive envs, oldest first (``take_runs``), step each run, and answer eac
 done; with the message bit set, a message follows through the pipe (``child.py``). Parent:
 env i answered when ``answered[i] >> 1`` is the number it waits for (``scan``). An info of
 fixed schema (numbers under the same keys, as ALE's ``{"lives": 3}``) goes in the info
-columns once the parent has learnt the schema (``propose``, ``answer_in_columns``, ``column_infos``);
-the parent's own slice hands any info over as it is (``ParentLanes.local``).
+columns once the parent has learnt the schema (``propose``, ``answer_in_columns`` or the C step loop's
+answerer, ``column_infos``); the parent's own slice hands any info over as it is (``ParentLanes.local``).
 
 Ordering: x86-64 keeps stores in order as seen from other cores, so a request means its
 action is there, and an answer means its rows are. Where a side stores, then loads what the
@@ -39,7 +39,7 @@ Example:
     (2, [0, 2], [2])
     >>> parent.learn(0, worker.propose({"lives": 3})); _ = parent.request(slice(None)); _ = worker.take_runs()
     >>> infos, ids = [{}, {}, {}], np.arange(3)
-    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(None, ids * 0, ids < 0, infos, {}), infos
+    >>> worker.answer_in_columns(1, {"lives": 2}), parent.column_infos(None, ids * 0, infos), infos
     (True, None, [{}, {'lives': 2}, {}])
 """
 from __future__ import annotations
@@ -190,13 +190,13 @@ class ParentLanes:
     def count_finished(self, status: np.ndarray) -> int:
         """How many envs ``scan`` would find now."""
         if _kernel is not None:
-            return _kernel.count_finished(self.answered, self.expected, status)
+            return _kernel.scan(self.answered, self.expected, status, None, None)
         return int(np.count_nonzero((status == IN_FLIGHT) & ((self.answered >> 1) == self.expected)))
 
     def finished(self, status: np.ndarray, wanted: int) -> bool:
         """Would ``scan`` find ``wanted`` envs now? (A waiting parent asks often.)"""
         if _kernel is not None:
-            return _kernel.count_finished(self.answered, self.expected, status) >= wanted
+            return _kernel.scan(self.answered, self.expected, status, None, None) >= wanted
         return self.count_finished(status) >= wanted
 
     def sleeping(self, w: int) -> bool:
@@ -212,27 +212,23 @@ class ParentLanes:
         they hold, are handed over as they are (``objects``) with the columns' request number."""
         return WorkerLanes(self._block, len(self.requested), self._workers, w, first, stop, objects=self.objects)
 
-    def column_infos(self, env_ids: np.ndarray | None, worker_of: np.ndarray, dones: np.ndarray, infos: list[Any],
-                     said: dict[int, Any]) -> None:
-        """The infos of the envs ``env_ids`` (None: all; ``dones`` theirs) that answered in the columns:
-        at their places in ``infos``, or ``said[i] = (info, None)`` for an env whose episode ended."""
+    def column_infos(self, env_ids: np.ndarray | None, worker_of: np.ndarray, infos: list[Any]) -> None:
+        """The infos of the envs ``env_ids`` (None: all) that answered in the columns, at their places in
+        ``infos`` (over what an ended env's place holds: its terminal observation)."""
         if env_ids is None:  # (``nonzero``: ``flatnonzero`` costs a Python call more)
             ids = hits = (self._info_seqs == self.expected).nonzero()[0]
         else:
             hits = (self._info_seqs[env_ids] == self.expected[env_ids]).nonzero()[0]
             ids = env_ids[hits]
-        objects, schemas = self.objects, self.schemas
-        for j, i, w, ended in zip(hits.tolist(), ids.tolist(), worker_of[ids].tolist(), dones[hits].tolist()):
+        objects, schemas, ints, floats = self.objects, self.schemas, self._ints, self._floats
+        for j, i, w in zip(hits.tolist(), ids.tolist(), worker_of[ids].tolist()):
             info = objects.pop(i, None)
             if info is None:
                 info = {}
                 for at, (key, kind, is_float) in enumerate(schemas[w], i * INFO_WORDS + 1):
-                    value = self._floats[at] if is_float else self._ints[at]
+                    value = floats[at] if is_float else ints[at]
                     info[key] = value if kind is None else kind(value)
-            if ended:
-                said[i] = (info, None)
-            else:
-                infos[j] = info
+            infos[j] = {**info, **infos[j]} if infos[j] else info
 
     def restart(self, w: int, first: int, stop: int) -> None:
         """A new worker ``w`` takes over envs ``first:stop``: they count as answered."""
@@ -267,8 +263,9 @@ class WorkerLanes:
         self._counts = int_words(rows)[W_ANSWERS:workers * ROW_WORDS:ROW_WORDS]
         self._fd = -1 if wake_fd is None else wake_fd
         self._woken = 0  # the parent's sleep this worker woke last (Python answers)
-        self._capsule = None if _kernel is None else _kernel.answerer(
-            self.answered, self.values, rows, w, self._fd, W_ANSWERS, P_SLEEPING, P_TARGET)
+        self._capsule = None if _kernel is None else _kernel.answerer(  # (it answers in the columns too)
+            self.answered, self.values, rows, w, self._fd, W_ANSWERS, P_SLEEPING, P_TARGET, columns[first:stop],
+            W_SCHEMA, first, objects)
         #: how the step loop answers an env with nothing to say, the moment it is done
         self.done = (functools.partial(self.answer, has_message=False), self._capsule)
 
@@ -331,6 +328,10 @@ class WorkerLanes:
             if self.schema is not None:  # what ``answer_in_columns`` compares each info with
                 self._keys, self._types = tuple(info), tuple(map(type, info.values()))
                 self._is_float = tuple(kind in _FLOATS for kind in self._types)
+                if self._capsule is not None:  # 'f': float64, 'b': a NumPy bool, 'i': int64
+                    kinds = b"".join(b"f" if is_float else b"b" if kind is np.bool_ else b"i"
+                                     for is_float, kind in zip(self._is_float, self._types))
+                    _kernel.schema(self._capsule, self._keys, self._types, kinds)  # type: ignore[union-attr]
         return self.schema
 
     def answer_in_columns(self, k: int, info: dict[str, Any]) -> bool:

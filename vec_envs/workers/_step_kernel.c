@@ -24,7 +24,8 @@
  * With an on_done hook (a reader waits for each env as soon as it is done), each env
  * stored here that had nothing to say (an empty info, and an empty reset info after an
  * episode's end) is reported to it at once, after its rows are written; each one that had
- * something to say is appended to `said` instead (its caller says it, then reports it).
+ * something to say is appended to `said` instead (its caller says it, then reports it),
+ * but for an info alone that a C hook takes with the answer (the lanes' info columns).
  *
  * The first result of any other kind (another type, shape or dtype; an info that is not
  * exactly a dict; an episode's end where there are no terminal rows) stops the loop and
@@ -76,6 +77,8 @@ typedef struct {
 typedef struct {
     int (*fn)(void *ctx, Py_ssize_t k); /* 0, or -1 with an exception set */
     void *ctx;
+    /* NULL, or env k's answer with its info: 1 answered, 0 to be said, -1 with an exception set */
+    int (*info_fn)(void *ctx, Py_ssize_t k, PyObject *info);
 } OnDoneC;
 
 typedef struct {
@@ -364,28 +367,30 @@ static PyObject *call_step(Rows *r, PyObject *actions, Py_ssize_t offset, Py_ssi
     return result;
 }
 
-/* Did env k, just stored, have something to say (its info, or its reset's after an end)? */
+/* What env k, just stored, has to say: 2 its reset's info after an end, 1 its info, 0 nothing. */
 static int has_said(Rows *r, Py_ssize_t k, PyObject *info)
 {
-    if (PyDict_GET_SIZE(info))
-        return 1;
-    if (!((char *)r->dones.buf)[k] || r->pending.obj || k >= PyList_GET_SIZE(r->reset_infos))
-        return 0;
-    PyObject *reset_info = PyList_GET_ITEM(r->reset_infos, k);
-    return !PyDict_CheckExact(reset_info) || PyDict_GET_SIZE(reset_info) != 0;
+    if (((char *)r->dones.buf)[k] && !r->pending.obj && k < PyList_GET_SIZE(r->reset_infos)) {
+        PyObject *reset_info = PyList_GET_ITEM(r->reset_infos, k);
+        if (!PyDict_CheckExact(reset_info) || PyDict_GET_SIZE(reset_info) != 0)
+            return 2;
+    }
+    return PyDict_GET_SIZE(info) != 0;
 }
 
 /* Env k is stored with `info` (stolen): append it to `infos`, clear the running slot, then
- * report it done, or keep it in `said` when it has something to say. 0, or -1 on error. */
+ * report it done (with its info alone to say, through the C hook's info_fn where it takes
+ * it), or keep it in `said`. 0, or -1 on error. */
 static int stored(Rows *r, const OnDone *d, Py_ssize_t k, PyObject *infos, PyObject *info)
 {
     const int appended = PyList_Append(infos, info) == 0;
-    const int talked = appended && r->said != NULL && has_said(r, k, info);
-    Py_DECREF(info);
-    if (!appended)
-        return -1;
-    if (r->running)
+    const int talked = appended && r->said != NULL ? has_said(r, k, info) : 0;
+    if (appended && r->running)
         *r->running = 0;
+    const int answered = talked == 1 && d->c != NULL && d->c->info_fn ? d->c->info_fn(d->c->ctx, k, info) : 0;
+    Py_DECREF(info);
+    if (!appended || answered)
+        return appended && answered > 0 ? 0 : -1;
     if (!talked)
         return done(d, k);
     PyObject *index = PyLong_FromSsize_t(k);

@@ -82,7 +82,7 @@ class Scheduler:
         infos = (ended_infos(self.buffers, dones, env_ids, self.reset_infos, self.deferred) if self.terminal
                  else [{} for _ in range(len(dones))])  # (the ended envs' infos from the terminal rows)
         if self.columns is not None and (self.columns.schemas or self.columns.objects):  # infos in the columns
-            self.columns.column_infos(env_ids, self.worker_of, dones, infos, self.said)
+            self.columns.column_infos(env_ids, self.worker_of, infos)
         if env_ids is None and self.owed:  # a lock-step step after recv/send: their row is this one
             self.flagged.update(self.owed)
             self.owed.clear()
