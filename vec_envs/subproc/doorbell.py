@@ -45,27 +45,41 @@ WAIT_TIMES = SimpleNamespace(enabled=False, spun=0.0, slept=0.0)
 
 class Spin:
     """How long to poll before sleeping (``budget``, 0 when off), learnt from the waits seen
-    (``thrifty``: none while most outlast it)."""
+    (``thrifty``: none while most outlast it). A wait is noted as its work arrives and learnt
+    from at the next look at ``budget``, when the process waits again and nobody waits for it."""
 
     def __init__(self, enabled: bool, thrifty: bool = False) -> None:
         self.enabled, self.thrifty = enabled, thrifty
         self._mean, self._deviation, self._hits = SPIN_MIN_S / 2, SPIN_MIN_S / 8, 1.0
-        self.budget = SPIN_MIN_S if enabled else 0.0
+        self._budget = SPIN_MIN_S if enabled else 0.0
+        self._waits: list[float] = []  # noted, not learnt yet
+
+    @property
+    def budget(self) -> float:
+        """Seconds to poll before sleeping (0: sleep at once)."""
+        if self._waits:
+            for waited in self._waits:
+                self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
+                error = min(waited, SPIN_MAX_S) - self._mean
+                self._mean += _SMOOTHING * error
+                self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
+            self._waits.clear()
+            learnt = min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
+            self._budget = 0.0 if self.thrifty and self._hits < _THRIFTY_HITS else learnt
+        return self._budget
 
     def record(self, waited: float) -> None:
-        """Learn from one wait."""
+        """Note one wait (seconds until its work came)."""
         if self.enabled:
-            self._hits += _SMOOTHING * ((waited <= SPIN_MAX_S) - self._hits)
-            error = min(waited, SPIN_MAX_S) - self._mean
-            self._mean += _SMOOTHING * error
-            self._deviation += 2 * _SMOOTHING * (abs(error) - self._deviation)
-            learnt = min(SPIN_MAX_S, max(SPIN_MIN_S, 1.5 * self._mean, self._mean + 4 * self._deviation))
-            self.budget = 0.0 if self.thrifty and self._hits < _THRIFTY_HITS else learnt
+            self._waits.append(waited)
 
 
 def spin_until(ready: Callable[[], Any], seconds: float) -> Any:
     """Call ``ready()`` until it returns something true or ``seconds`` passed; return it."""
-    result, end = ready(), time.perf_counter() + seconds
+    result = ready()
+    if result or seconds <= 0:  # (the work is there: no clock read on its path)
+        return result
+    end = time.perf_counter() + seconds
     while not result and time.perf_counter() < end:
         yield_cpu()
         result = ready()
