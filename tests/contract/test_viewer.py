@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.xvfb import XVFB, one_server_at_a_time, xvfb
+from tests.xvfb import XVFB, on_a_server, one_server_at_a_time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLORS = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)]
@@ -44,7 +44,8 @@ def test_human_render_shows_every_tile_in_one_window():
     from vec_envs import tile_images
 
     expected = tile_images([ColorEnv(c).render() for c in COLORS])
-    with xvfb() as display:
+
+    def attempt(display):  # the screen with the window, then after close()
         proc = run_python(RENDER_SCRIPT, dict(os.environ, DISPLAY=display.name), stdin=subprocess.PIPE)
         try:
             assert proc.stdout.readline().strip() == "shown True", proc.stderr.read()  # the window's title
@@ -52,10 +53,12 @@ def test_human_render_shows_every_tile_in_one_window():
             proc.stdin.write("\n")
             proc.stdin.flush()
             assert proc.stdout.readline().strip() == "closed", proc.stderr.read()
-            after_close = wait_for_screen(display, lambda shot: not shows(shot, expected))
+            return screen, wait_for_screen(display, lambda shot: not shows(shot, expected))
         finally:
             proc.kill()
             proc.wait()
+
+    screen, after_close = on_a_server(attempt, lambda screens: screens[0])
     assert shows(screen, expected), f"the window never showed the tiles pixel for pixel; {describe(screen)}"
     assert not shows(after_close, expected)
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("ale_py", reason="the Atari tests need ale-py: pip install -e '.[atari]'")
 
 import vec_envs  # noqa: E402
-from tests.xvfb import XVFB, one_server_at_a_time, xvfb  # noqa: E402
+from tests.xvfb import XVFB, Display, on_a_server, one_server_at_a_time  # noqa: E402
 
 pytestmark = pytest.mark.slow  # runs console commands or scripts in processes of their own
 
@@ -135,26 +135,34 @@ def tiles_on_screen(screen: np.ndarray, walls: np.ndarray) -> list[tuple[int, in
     return sorted((int(x), int(y) - 16) for x, y in zip(xs, ys))
 
 
+def render_on(display: Display, walls: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray, int, str, str]:
+    """Run the script with ``--render`` on ``display`` until the 3 tiles are on its screen (60 s at
+    most), then Ctrl-C: the tiles found, the last screenshot, the exit status, stdout, stderr."""
+    proc = start_script("--backend", "dummy", "--num-envs", "3", "--steps", "1000000", "--render",
+                        env=script_env(DISPLAY=display.name))
+    try:
+        assert "3 envs on dummy" in proc.stdout.readline()
+        tiles: list[tuple[int, int]] = []
+        screen = display.screenshot()
+        deadline = time.monotonic() + 60
+        while len(tiles) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # until the window is up and drawn
+            screen = display.screenshot()
+            tiles = tiles_on_screen(screen, walls)
+        out, err = ctrl_c(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    return tiles, screen, proc.returncode, out, err
+
+
 @pytest.mark.skipif(XVFB is None, reason="no Xvfb binary (apt-get install xvfb); CI installs it")
 @one_server_at_a_time
 def test_render_shows_one_game_tile_per_env_in_one_window():
     walls = breakout_walls()
-    with xvfb() as display:
-        proc = start_script("--backend", "dummy", "--num-envs", "3", "--steps", "1000000", "--render",
-                            env=script_env(DISPLAY=display.name))
-        try:
-            assert "3 envs on dummy" in proc.stdout.readline()
-            tiles: list[tuple[int, int]] = []
-            deadline = time.monotonic() + 60
-            while len(tiles) < 3 and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)  # until the window is up and drawn
-                screen = display.screenshot()
-                tiles = tiles_on_screen(screen, walls)
-            out, err = ctrl_c(proc)
-        finally:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    tiles, screen, returncode, out, err = on_a_server(lambda display: render_on(display, walls),
+                                                      lambda result: result[1])
+    assert returncode == 130, err
     assert INTERRUPTED.search(out), out
     assert len(tiles) == 3, tiles
     (x, y) = tiles[0]
