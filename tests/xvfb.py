@@ -52,14 +52,16 @@ def read_xwd(path: str) -> np.ndarray:
 @contextmanager
 def xvfb(size: str = "800x600x24") -> Iterator[Display]:
     """Start Xvfb on a free display number (the server picks it, so test processes that start
-    servers at once never share one); stop it afterwards."""
+    servers at once never share one); stop it afterwards. ``-noreset``: by default a server
+    resets when its last client leaves, and a client connecting meanwhile is refused (Qt then
+    aborts the process: "could not connect to display")."""
     fbdir = tempfile.mkdtemp(prefix="vec_envs-xvfb-")
     read_end, write_end = os.pipe()
     proc = None
     try:
         proc = subprocess.Popen([XVFB, "-displayfd", str(write_end), "-screen", "0", size, "-fbdir", fbdir,
-                                 "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                pass_fds=(write_end,))
+                                 "-nolisten", "tcp", "-noreset"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=(write_end,))
         os.close(write_end)
         write_end = -1
         number = b""
@@ -83,15 +85,15 @@ def xvfb(size: str = "800x600x24") -> Iterator[Display]:
         shutil.rmtree(fbdir, ignore_errors=True)
 
 
-def on_a_server(attempt: Callable[[Display], T], screen_of: Callable[[T], np.ndarray], tries: int = 2) -> T:
-    """``attempt(display)`` on a new server, once more on another one while the screen it saw
-    (``screen_of(result)``) stayed black: now and then a client's window, up and said visible by
-    the client, never reaches its server's screen (the cause is not found; one server at a time
-    makes it rarer). A screen that shows anything at all is the attempt's result."""
+def on_a_server(attempt: Callable[[Display], T], reached_it: Callable[[T], bool], tries: int = 2) -> T:
+    """``attempt(display)`` on a new server, once more on another one unless the client reached
+    its server (``reached_it(result)``): a screen that stayed black, or a client killed by a signal
+    before the test was done with it, is a window that never got there, as an X server reset
+    makes it; the result of the last try is the test's."""
     for _ in range(tries - 1):
         with xvfb() as display:
             result = attempt(display)
-        if screen_of(result).any():
+        if reached_it(result):
             return result
     with xvfb() as display:
         return attempt(display)

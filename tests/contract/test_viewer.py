@@ -45,20 +45,24 @@ def test_human_render_shows_every_tile_in_one_window():
 
     expected = tile_images([ColorEnv(c).render() for c in COLORS])
 
-    def attempt(display):  # the screen with the window, then after close()
+    def attempt(display):  # the screen with the window, then after close(); the client's exit status
         proc = run_python(RENDER_SCRIPT, dict(os.environ, DISPLAY=display.name), stdin=subprocess.PIPE)
         try:
-            assert proc.stdout.readline().strip() == "shown True", proc.stderr.read()  # the window's title
+            shown = proc.stdout.readline().strip()
+            if not shown and proc.wait(timeout=60) < 0:  # killed by a signal before its window was up
+                return display.screenshot(), display.screenshot(), proc.returncode, proc.stderr.read()
+            assert shown == "shown True", proc.stderr.read()  # the window's title
             screen = wait_for_screen(display, lambda shot: shows(shot, expected))
             proc.stdin.write("\n")
             proc.stdin.flush()
             assert proc.stdout.readline().strip() == "closed", proc.stderr.read()
-            return screen, wait_for_screen(display, lambda shot: not shows(shot, expected))
+            return screen, wait_for_screen(display, lambda shot: not shows(shot, expected)), 0, ""
         finally:
             proc.kill()
             proc.wait()
 
-    screen, after_close = on_a_server(attempt, lambda screens: screens[0])
+    screen, after_close, returncode, err = on_a_server(attempt, lambda result: result[0].any() and result[2] == 0)
+    assert returncode == 0, err
     assert shows(screen, expected), f"the window never showed the tiles pixel for pixel; {describe(screen)}"
     assert not shows(after_close, expected)
 
