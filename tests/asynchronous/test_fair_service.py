@@ -20,6 +20,7 @@ import pytest
 
 from tests.envs import WaitingEnv
 from vec_envs import DummyVecEnv, SubprocVecEnv
+from vec_envs.env_states import EnvStates
 
 N, BATCH, SECONDS, BOUND = 16, 4, 1.0, 0.75
 
@@ -65,3 +66,18 @@ def test_every_env_gets_its_share_of_steps(in_series, busy, closing):
 def test_dummy_vec_env_serves_round_robin(closing):
     counts = steps_per_env(closing(DummyVecEnv([functools.partial(WaitingEnv, 0.1)] * N, batch_size=BATCH)))
     assert counts.max() - counts.min() <= 1
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_recv_returns_the_envs_sent_longest_ago_first(count):
+    """Whatever order the answers came in (a backend may note them in index order), the batch
+    is in the order the envs were sent: the order the caller sends them back in, which is the
+    order a worker steps them in."""
+    states = EnvStates("SubprocVecEnv", 6, count)
+    states.start_all()
+    states.answered(range(6))
+    states.returned(states.take_ready(6))
+    states.sent(np.array([4, 0, 5]))
+    states.sent(np.array([2]))
+    states.answered([0, 2, 4, 5])
+    assert states.take_ready(count).tolist() == [4, 0, 5, 2][:count]
