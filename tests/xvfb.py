@@ -87,9 +87,10 @@ def xvfb(size: str = "800x600x24") -> Iterator[Display]:
 
 def on_a_server(attempt: Callable[[Display], T], reached_it: Callable[[T], bool], tries: int = 2) -> T:
     """``attempt(display)`` on a new server, once more on another one unless the client reached
-    its server (``reached_it(result)``): a screen that stayed black, or a client killed by a signal
-    before the test was done with it, is a window that never got there, as an X server reset
-    makes it; the result of the last try is the test's."""
+    its server (``reached_it(result)``): now and then a window, mapped and viewable on its server,
+    is never painted and the screen stays black (the cause is not found), and a client killed by a
+    signal before the test was done with it was refused by its server. The last try's result is
+    the test's."""
     for _ in range(tries - 1):
         with xvfb() as display:
             result = attempt(display)
